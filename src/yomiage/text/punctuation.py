@@ -1,0 +1,53 @@
+"""SBV2's punctuation mapping and character whitelist (spec §2.2, step 5).
+
+Both the normalizer and the g2p apply this to surfaces, so that the text BERT
+reads and the phonemes the model hears use the same seven punctuation marks.
+"""
+
+from __future__ import annotations
+
+import re
+
+_DASHES = "\u02d7\u2010\u2012\u2013\u2014\u2015\u2043\u2212\u23af\u23e4\u2500\u2501\u2e3a\u2e3b"
+_QUOTES = "“”\"‘’（）()《》【】[]「」"
+
+_REPLACEMENTS: dict[str, str] = {
+    "：": ",",
+    "；": ",",
+    "，": ",",
+    "。": ".",
+    "！": "!",
+    "？": "?",
+    "\n": ".",
+    "．": ".",
+    "…": "...",
+    "···": "...",
+    "・・・": "...",
+    "·": ",",
+    "・": ",",
+    "、": ",",
+    "$": ".",
+    **{q: "'" for q in _QUOTES},
+    **{d: "-" for d in _DASHES},
+}
+# Longest keys first, so the three-character ellipses win over "·" and "・".
+_REPLACE_RE = re.compile(
+    "|".join(re.escape(k) for k in sorted(_REPLACEMENTS, key=len, reverse=True))
+)
+_NOT_KEPT_RE = re.compile(
+    "[^"
+    "\u3040-\u309f"  # hiragana
+    "\u30a0-\u30ff"  # katakana
+    "\u4e00-\u9fff\u3400-\u4dbf"  # CJK
+    "\u3005\u3007"  # 々 〇
+    "A-Za-z\uff21-\uff3a\uff41-\uff5a"  # ASCII and full-width letters
+    "\u0370-\u03ff\u1f00-\u1fff"  # Greek
+    "!?…,.'\\-"
+    "]+"
+)
+
+
+def replace_punctuation(text: str) -> str:
+    """Map punctuation to SBV2's seven marks, then drop every unreadable character."""
+    mapped = _REPLACE_RE.sub(lambda m: _REPLACEMENTS[m.group(0)], text)
+    return _NOT_KEPT_RE.sub("", mapped)
