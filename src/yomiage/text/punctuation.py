@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 _DASHES = "\u02d7\u2010\u2012\u2013\u2014\u2015\u2043\u2212\u23af\u23e4\u2500\u2501\u2e3a\u2e3b"
-_QUOTES = "“”\"‘’（）()《》【】[]「」"
+_QUOTES = '“”"‘’（）()《》【】[]「」'
 
 _REPLACEMENTS: dict[str, str] = {
     "：": ",",

@@ -1,0 +1,5 @@
+import sys
+
+from yomiage.cli import main
+
+sys.exit(main())

@@ -1,0 +1,152 @@
+"""The ``yomiage`` command line.
+
+Logging is configured here and only here, never at import.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Iterator, Sequence
+
+from yomiage import __version__
+from yomiage.errors import YomiageError
+
+EXAMPLES_G2P = """examples:
+  yomiage g2p --json "円周率は3.14、成功率は50%です。"
+  echo "GitHubでJSONを公開。" | yomiage g2p --json -
+"""
+EXAMPLES_DICT = """examples:
+  yomiage dict add 担々麺 タンタンメン --accent 3
+  yomiage dict list
+  yomiage dict remove 担々麺
+"""
+
+
+def _texts(args: list[str]) -> Iterator[str]:
+    for text in args:
+        if text == "-":
+            for line in sys.stdin:
+                line = line.rstrip("\r\n")
+                if line.strip():
+                    yield line
+        else:
+            yield text
+
+
+def _cmd_g2p(args: argparse.Namespace) -> int:
+    from yomiage.text import Frontend
+
+    frontend = Frontend(args.user_dict)
+    status = 0
+    for text in _texts(args.text):
+        try:
+            p = frontend.g2p(text)
+        except YomiageError as exc:
+            print(f"yomiage g2p: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        if args.json:
+            record = {
+                "text": p.text,
+                "bert_text": p.bert_text,
+                "phones": list(p.phones),
+                "tones": list(p.tones),
+                "word2ph": list(p.word2ph),
+            }
+            print(json.dumps(record, ensure_ascii=False), flush=True)
+        else:
+            print(p.text)
+            print(
+                "  words:   "
+                + " | ".join(f"{w}={r}" for w, r in zip(p.words, p.readings, strict=True))
+            )
+            print("  phones:  " + " ".join(p.phones))
+            print("  tones:   " + " ".join(map(str, p.tones)))
+            print("  word2ph: " + " ".join(map(str, p.word2ph)))
+    return status
+
+
+def _cmd_dict(args: argparse.Namespace) -> int:
+    from yomiage.text import UserDictionary, default_user_dictionary_path
+
+    dictionary = UserDictionary(args.user_dict or default_user_dictionary_path())
+    if args.action == "add":
+        word = dictionary.add(args.surface, args.reading, args.accent, args.priority, args.type)
+        print(f"added {word.surface} = {word.reading} (accent {word.accent})")
+    elif args.action == "remove":
+        word = dictionary.remove(args.surface)
+        print(f"removed {word.surface}")
+    else:
+        if args.json:
+            print(json.dumps([w.__dict__ for w in dictionary.words], ensure_ascii=False))
+        for w in [] if args.json else dictionary.words:
+            print(
+                f"{w.surface}\t{w.reading}\taccent={w.accent}\tpriority={w.priority}\t{w.word_type}"
+            )
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="yomiage", description="Japanese text-to-speech for Style-Bert-VITS2 JP-Extra voices."
+    )
+    parser.add_argument("--version", action="version", version=f"yomiage {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    g2p = sub.add_parser(
+        "g2p",
+        help="show the phonemes a voice would be fed",
+        epilog=EXAMPLES_G2P,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    g2p.add_argument("text", nargs="+", help="text to read; '-' reads one text per line from stdin")
+    g2p.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    g2p.add_argument("--user-dict", metavar="PATH", help="user dictionary JSON (default: per user)")
+    g2p.set_defaults(func=_cmd_g2p)
+
+    dct = sub.add_parser(
+        "dict",
+        help="manage the user dictionary",
+        epilog=EXAMPLES_DICT,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    dct.add_argument("--user-dict", metavar="PATH", help="user dictionary JSON (default: per user)")
+    actions = dct.add_subparsers(dest="action", metavar="ACTION", required=True)
+    add = actions.add_parser("add", help="add or replace a word")
+    add.add_argument("surface", help="the word as written, e.g. 担々麺")
+    add.add_argument("reading", help="its reading in katakana, e.g. タンタンメン")
+    add.add_argument(
+        "--accent", type=int, default=None, help="mora after which pitch falls (0: flat)"
+    )
+    add.add_argument("--priority", type=int, default=5, help="0-10, higher wins more often")
+    add.add_argument(
+        "--type",
+        default="proper_noun",
+        choices=["proper_noun", "common_noun", "verb", "adjective", "suffix"],
+    )
+    lst = actions.add_parser("list", help="list the words")
+    lst.add_argument("--json", action="store_true")
+    rm = actions.add_parser("remove", help="remove a word")
+    rm.add_argument("surface")
+    dct.set_defaults(func=_cmd_dict)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    level = logging.WARNING - 10 * min(args.verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.func(args))
+    except YomiageError as exc:
+        print(f"yomiage {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

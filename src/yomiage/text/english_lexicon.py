@@ -1,0 +1,91 @@
+"""Our own small English → katakana lexicon (written for yomiage, MIT).
+
+It covers what the layers below it get wrong: acronyms that are pronounced as
+words, and common technical words and brands that OpenJTalk's dictionary lacks
+and the e2k model mispronounces (python → ピソン, json → ジョン). Keys are
+lower case; lookups are case-insensitive.
+"""
+
+from __future__ import annotations
+
+LETTER_NAMES: dict[str, str] = {
+    "a": "エイ", "b": "ビー", "c": "シー", "d": "ディー", "e": "イー", "f": "エフ",
+    "g": "ジー", "h": "エイチ", "i": "アイ", "j": "ジェイ", "k": "ケイ", "l": "エル",
+    "m": "エム", "n": "エヌ", "o": "オー", "p": "ピー", "q": "キュー", "r": "アール",
+    "s": "エス", "t": "ティー", "u": "ユー", "v": "ブイ", "w": "ダブリュー",
+    "x": "エックス", "y": "ワイ", "z": "ゼット",
+}  # fmt: skip
+
+# Acronyms said as words rather than letter by letter.
+ACRONYM_WORDS: dict[str, str] = {
+    "nasa": "ナサ", "jaxa": "ジャクサ", "json": "ジェイソン", "unesco": "ユネスコ",
+    "unicef": "ユニセフ", "nato": "ナトー", "asean": "アセアン", "opec": "オペック",
+    "fifa": "フィファ", "ram": "ラム", "rom": "ロム", "lan": "ラン", "wan": "ワン",
+    "nisa": "ニーサ", "ascii": "アスキー", "gif": "ジフ", "jpeg": "ジェイペグ",
+    "yaml": "ヤムル", "toml": "トムル", "wifi": "ワイファイ", "sim": "シム",
+    "covid": "コビット", "aids": "エイズ", "laser": "レーザー", "radar": "レーダー",
+    "scuba": "スキューバ", "ufo": "ユーフォー", "pin": "ピン", "pos": "ポス",
+    "dos": "ドス", "ios": "アイオーエス", "gui": "グイ", "nas": "ナス", "jis": "ジス",
+    "cad": "キャド", "ok": "オーケー", "tepco": "テプコ", "emoji": "エモジ",
+}  # fmt: skip
+
+# Words and brands that OpenJTalk does not know and e2k reads badly.
+WORDS: dict[str, str] = {
+    "python": "パイソン", "github": "ギットハブ", "gitlab": "ギットラボ", "git": "ギット",
+    "hub": "ハブ", "docker": "ドッカー", "kubernetes": "クバネティス", "linux": "リナックス",
+    "ubuntu": "ウブントゥ", "debian": "デビアン", "nvidia": "エヌビディア",
+    "cuda": "クーダ", "pytorch": "パイトーチ", "numpy": "ナムパイ", "java": "ジャバ",
+    "javascript": "ジャバスクリプト", "typescript": "タイプスクリプト", "rust": "ラスト",
+    "golang": "ゴーラン", "ruby": "ルビー", "perl": "パール", "php": "ピーエイチピー",
+    "swift": "スウィフト", "kotlin": "コトリン", "npm": "エヌピーエム",
+    "youtube": "ユーチューブ", "tiktok": "ティックトック", "netflix": "ネットフリックス",
+    "twitter": "ツイッター", "slack": "スラック", "discord": "ディスコード",
+    "zoom": "ズーム", "line": "ライン", "chatgpt": "チャットジーピーティー",
+    "openai": "オープンエーアイ", "tesla": "テスラ", "toyota": "トヨタ", "honda": "ホンダ",
+    "nissan": "ニッサン", "nintendo": "ニンテンドー", "sony": "ソニー",
+    "panasonic": "パナソニック", "samsung": "サムスン", "huawei": "ファーウェイ",
+    "xiaomi": "シャオミ", "intel": "インテル", "amd": "エーエムディー", "ibm": "アイビーエム",
+    "iphone": "アイフォーン", "ipad": "アイパッド", "imac": "アイマック", "mac": "マック",
+    "macbook": "マックブック", "airpods": "エアポッズ", "android": "アンドロイド",
+    "office": "オフィス", "excel": "エクセル", "word": "ワード",
+    "powerpoint": "パワーポイント", "google": "グーグル", "gmail": "ジーメール",
+    "amazon": "アマゾン", "apple": "アップル", "microsoft": "マイクロソフト",
+    "facebook": "フェイスブック", "instagram": "インスタグラム", "meta": "メタ",
+    "starbucks": "スターバックス", "mcdonald": "マクドナルド", "mcdonalds": "マクドナルド",
+    "uber": "ウーバー", "airbnb": "エアビーアンドビー", "spotify": "スポティファイ",
+    "wikipedia": "ウィキペディア", "chrome": "クローム", "firefox": "ファイアフォックス",
+    "safari": "サファリ", "email": "イーメール", "smartphone": "スマートフォン",
+    "app": "アプリ", "apps": "アプリ", "wi": "ワイ", "fi": "ファイ", "bluetooth": "ブルートゥース",
+    "online": "オンライン", "offline": "オフライン", "login": "ログイン", "logout": "ログアウト",
+    "download": "ダウンロード", "upload": "アップロード", "website": "ウェブサイト",
+    "web": "ウェブ", "blog": "ブログ", "cloud": "クラウド", "server": "サーバー",
+    "database": "データベース", "software": "ソフトウェア", "hardware": "ハードウェア",
+    "computer": "コンピューター", "keyboard": "キーボード", "password": "パスワード",
+    "user": "ユーザー", "data": "データ", "game": "ゲーム", "hello": "ハロー",
+    "okay": "オーケー", "thanks": "サンクス", "sorry": "ソーリー", "yes": "イエス",
+    "no": "ノー", "the": "ザ", "of": "オブ", "and": "アンド", "to": "トゥー", "for": "フォー",
+    "with": "ウィズ", "in": "イン", "on": "オン", "is": "イズ", "it": "イット", "a": "ア",
+    "an": "アン", "my": "マイ", "me": "ミー", "we": "ウィー", "he": "ヒー", "she": "シー",
+    "they": "ゼイ", "this": "ディス", "that": "ザット", "what": "ワット", "who": "フー",
+    "ai": "エーアイ", "os": "オーエス", "tv": "テレビ", "pc": "ピーシー",
+    "ps": "ピーエス", "dx": "ディーエックス", "iot": "アイオーティー",
+    "vs": "バーサス", "etc": "エトセトラ", "mr": "ミスター", "mrs": "ミセス", "ms": "ミズ",
+    "dr": "ドクター", "st": "セント", "co": "コー", "inc": "インク", "ltd": "リミテッド",
+}  # fmt: skip
+
+# Multi-word expressions read as one loanword.
+PHRASES: dict[tuple[str, ...], str] = {
+    ("thank", "you"): "サンキュー",
+    ("good", "morning"): "グッドモーニング",
+    ("good", "night"): "グッドナイト",
+    ("good", "bye"): "グッドバイ",
+    ("see", "you"): "シーユー",
+    ("excuse", "me"): "エクスキューズミー",
+    ("oh", "my", "god"): "オーマイゴッド",
+    ("new", "york"): "ニューヨーク",
+    ("los", "angeles"): "ロサンゼルス",
+    ("san", "francisco"): "サンフランシスコ",
+    ("happy", "birthday"): "ハッピーバースデー",
+    ("merry", "christmas"): "メリークリスマス",
+    ("i", "love", "you"): "アイラブユー",
+}

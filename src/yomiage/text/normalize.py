@@ -1,0 +1,63 @@
+"""Raw text to the normalized text the g2p reads (spec §2.2, with better readings).
+
+The order and the final character filter are SBV2's, so plain Japanese
+normalizes exactly as SBV2 does; numbers, symbols and English are read by our
+own rules (:mod:`yomiage.text.numbers`, :mod:`yomiage.text.english`) where SBV2
+drops or misreads them.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Container
+
+from yomiage.text.english import EnglishReader
+from yomiage.text.numbers import read_numbers
+from yomiage.text.numerals import int_to_kanji
+from yomiage.text.punctuation import replace_punctuation
+
+# Characters NFKC would mangle (Ⅲ → III, ㈱ → (株), № → No), replaced first.
+_ENCLOSED_WORDS = {
+    "㈱": "株式会社", "㍿": "株式会社", "㈲": "有限会社", "㈳": "社団法人",
+    "㈶": "財団法人", "㈹": "代表", "㈻": "学校法人", "№": "ナンバー", "℡": "電話",
+}  # fmt: skip
+_ROMAN_OR_ENCLOSED_RE = re.compile(
+    "[\u2160-\u2188"  # roman numerals
+    "\u2460-\u24ff"  # circled and parenthesised numbers
+    "\u2776-\u2793"  # dingbat circled numbers
+    "\u3251-\u325f\u32b1-\u32bf]"  # circled numbers 21-50
+)
+_WAVE_DASH_RE = re.compile("[~〜～]")
+_COMBINING_SOUND_MARKS_RE = re.compile("[\u3099\u309a]")
+
+
+def _replace_enclosed(match: re.Match[str]) -> str:
+    char = match.group(0)
+    try:
+        value = unicodedata.numeric(char)
+    except ValueError:
+        return char  # circled letters and the like: NFKC handles them
+    return int_to_kanji(int(value)) if value == int(value) else char
+
+
+def fold_before_nfkc(text: str) -> str:
+    """Replace characters whose NFKC form reads badly (Ⅲ, ①, ㈱)."""
+    for char, word in _ENCLOSED_WORDS.items():
+        if char in text:
+            text = text.replace(char, word)
+    return _ROMAN_OR_ENCLOSED_RE.sub(_replace_enclosed, text)
+
+
+def normalize(text: str, english: EnglishReader, keep_words: Container[str] = ()) -> str:
+    """Normalized text: kana, kanji, Greek, letters kept for OpenJTalk and ``!?…,.'-``.
+
+    ``keep_words`` are user-dictionary surfaces, left for OpenJTalk to read.
+    """
+    text = fold_before_nfkc(text)
+    text = unicodedata.normalize("NFKC", text)
+    text = read_numbers(text)
+    text = english.replace(text, keep_words)
+    text = _WAVE_DASH_RE.sub("ー", text)
+    text = replace_punctuation(text)
+    return _COMBINING_SOUND_MARKS_RE.sub("", text)

@@ -1,0 +1,187 @@
+"""Read numbers and the symbols around them as a Japanese speaker would.
+
+SBV2 turns every digit run into kanji and then deletes ``%``, ``:``, ``/`` and
+units, so 50% becomes ごじゅう and 03-1234-5678 a large number. Here each
+construct is recognised first (phone numbers, dates, times, currency, units,
+ranges, fractions, signs) and rewritten into words; the remaining digits are
+written in kanji, which is what the models were trained on.
+
+The input is NFKC-normalised text (ASCII digits and symbols).
+"""
+
+from __future__ import annotations
+
+import re
+
+from yomiage.text.numerals import decimal_to_text, digits_to_kana, int_to_kanji
+
+_NUMBER = r"\d+(?:\.\d+)?"
+
+_THOUSANDS_RE = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
+_PHONE_RE = re.compile(r"(?<![\d\-])(0\d{1,4})-(\d{1,4})-(\d{3,4})(?![\d\-])")
+_POSTAL_RE = re.compile(r"〒\s?(\d{3})-(\d{4})(?!\d)")
+_DATE_RE = re.compile(r"(?<![\d.])(\d{4})([/\-.])(\d{1,2})\2(\d{1,2})(?![\d.])")
+_YEAR_MONTH_RE = re.compile(r"(?<![\d/])(\d{4})/(\d{1,2})(?![\d/])")
+_TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])")
+_CURRENCY_RE = re.compile(rf"([$¥£€₩])\s?({_NUMBER})")
+_CURRENCY_WORDS = {"$": "ドル", "¥": "円", "£": "ポンド", "€": "ユーロ", "₩": "ウォン"}
+
+# Unit after a number: (word before the number, word after it).
+_UNITS: dict[str, tuple[str, str]] = {
+    "km/h": ("時速", "キロ"),
+    "m/s": ("秒速", "メートル"),
+    "km2": ("", "平方キロメートル"),
+    "m2": ("", "平方メートル"),
+    "m3": ("", "立方メートル"),
+    "km": ("", "キロメートル"),
+    "cm": ("", "センチメートル"),
+    "mm": ("", "ミリメートル"),
+    "m": ("", "メートル"),
+    "kg": ("", "キログラム"),
+    "mg": ("", "ミリグラム"),
+    "g": ("", "グラム"),
+    "mL": ("", "ミリリットル"),
+    "ml": ("", "ミリリットル"),
+    "dL": ("", "デシリットル"),
+    "L": ("", "リットル"),
+    "TB": ("", "テラバイト"),
+    "GB": ("", "ギガバイト"),
+    "MB": ("", "メガバイト"),
+    "KB": ("", "キロバイト"),
+    "kB": ("", "キロバイト"),
+    "GHz": ("", "ギガヘルツ"),
+    "MHz": ("", "メガヘルツ"),
+    "kHz": ("", "キロヘルツ"),
+    "Hz": ("", "ヘルツ"),
+    "kW": ("", "キロワット"),
+    "W": ("", "ワット"),
+    "V": ("", "ボルト"),
+    "mAh": ("", "ミリアンペアアワー"),
+    "kcal": ("", "キロカロリー"),
+    "ms": ("", "ミリ秒"),
+    "dB": ("", "デシベル"),
+    "px": ("", "ピクセル"),
+    "°C": ("", "度"),
+    "°F": ("華氏", "度"),
+    "°": ("", "度"),
+    "%": ("", "パーセント"),
+    "‰": ("", "パーミル"),
+}
+_UNIT_RE = re.compile(
+    rf"({_NUMBER})\s?("
+    + "|".join(re.escape(u) for u in sorted(_UNITS, key=len, reverse=True))
+    + r")(?![A-Za-z0-9])"
+)
+# 10〜20, 100円〜, 3時~5時: a wave dash after a number (and its counter) reads から.
+_WAVE_RANGE_RE = re.compile(r"(\d[^\s\d〜~～\u3040-\u309f,.!?]{0,4}?)\s?[〜~～]")
+_DASH_RANGE_RE = re.compile(rf"(?<![\d.\-])({_NUMBER})\s?[\-−]\s?(?=\d)")
+_FRACTION_RE = re.compile(r"(?<![\d/])(\d+)/(\d+)(?![\d/])")
+_ARITHMETIC = {"×": "かける", "÷": "わる"}
+_ARITHMETIC_RE = re.compile(r"(?<=\d)\s?([×÷])\s?(?=\d)")
+_VERSION_RE = re.compile(r"(?<![\d.])\d+(?:\.\d+){2,}(?![\d.])")
+_LEADING_ZERO_RE = re.compile(r"(?<![\d.])0\d+(?![\d.])")
+# A single digit glued to a Latin name is read in English (MP3, F1, G7, PS5),
+# except paper sizes (A4, B5), which are read in Japanese.
+_NAME_DIGIT_RE = re.compile(r"(?<![A-Za-z])([A-Za-z]+)(\d)(?![\d.,:/\-])")
+_ENGLISH_DIGITS = (
+    "ゼロ",
+    "ワン",
+    "ツー",
+    "スリー",
+    "フォー",
+    "ファイブ",
+    "シックス",
+    "セブン",
+    "エイト",
+    "ナイン",
+)
+_PAPER_SIZES = frozenset({"A", "B"})
+_SIGN_WORDS = {"-": "マイナス", "−": "マイナス", "+": "プラス", "±": "プラスマイナス"}
+_SIGNED_NUMBER_RE = re.compile(r"(?:(?<![0-9A-Za-z.])([\-−+±]))?(\d+)(?:\.(\d+))?")
+
+
+def _time(match: re.Match[str]) -> str:
+    hour, minute = int(match.group(1)), int(match.group(2))
+    second = match.group(3)
+    if hour > 30 or minute > 59 or (second is not None and int(second) > 59):
+        return match.group(0)
+    text = f"{int_to_kanji(hour)}時"
+    if minute or second:
+        text += f"{int_to_kanji(minute)}分"
+    if second and int(second):
+        text += f"{int_to_kanji(int(second))}秒"
+    return text
+
+
+def _date(match: re.Match[str]) -> str:
+    year, month, day = int(match.group(1)), int(match.group(3)), int(match.group(4))
+    if not (1 <= month <= 12 and 1 <= day <= 31):
+        return match.group(0)
+    return f"{int_to_kanji(year)}年{int_to_kanji(month)}月{int_to_kanji(day)}日"
+
+
+def _year_month(match: re.Match[str]) -> str:
+    year, month = int(match.group(1)), int(match.group(2))
+    if not 1 <= month <= 12:
+        return match.group(0)
+    return f"{int_to_kanji(year)}年{int_to_kanji(month)}月"
+
+
+def _fraction(match: re.Match[str]) -> str:
+    numerator, denominator = int(match.group(1)), int(match.group(2))
+    if denominator == 0:
+        return f"{int_to_kanji(numerator)}スラッシュゼロ"
+    # 3/15 and 12/25 are dates far more often than fractions.
+    if 1 <= numerator <= 12 and 13 <= denominator <= 31:
+        return f"{int_to_kanji(numerator)}月{int_to_kanji(denominator)}日"
+    # ぶん in kana: OpenJTalk reads 四分の三 as ヨンプンノサン (minutes).
+    return f"{int_to_kanji(denominator)}ぶんの{int_to_kanji(numerator)}"
+
+
+def _unit(match: re.Match[str]) -> str:
+    before, after = _UNITS[match.group(2)]
+    return f"{before}{match.group(1)}{after}"
+
+
+def _signed_number(match: re.Match[str]) -> str:
+    sign, integer, fraction = match.groups()
+    words = _SIGN_WORDS.get(sign, "") if sign else ""
+    if fraction is not None:
+        return words + decimal_to_text(integer, fraction)
+    return words + int_to_kanji(int(integer))
+
+
+def read_numbers(text: str) -> str:
+    """Rewrite every number in ``text`` (and the symbols that belong to it) as words."""
+    if not any(ch.isdigit() for ch in text):
+        return text
+    text = _NAME_DIGIT_RE.sub(
+        lambda m: (
+            m.group(0)
+            if m.group(1) in _PAPER_SIZES
+            else m.group(1) + _ENGLISH_DIGITS[int(m.group(2))]
+        ),
+        text,
+    )
+    text = _THOUSANDS_RE.sub(lambda m: m.group(0).replace(",", ""), text)
+    text = _POSTAL_RE.sub(
+        lambda m: "郵便番号" + ",".join(digits_to_kana(g, long_vowels=True) for g in m.groups()),
+        text,
+    )
+    text = _PHONE_RE.sub(
+        lambda m: ",".join(digits_to_kana(g, long_vowels=True) for g in m.groups()), text
+    )
+    text = _DATE_RE.sub(_date, text)
+    text = _YEAR_MONTH_RE.sub(_year_month, text)
+    text = _TIME_RE.sub(_time, text)
+    text = _CURRENCY_RE.sub(lambda m: m.group(2) + _CURRENCY_WORDS[m.group(1)], text)
+    text = _UNIT_RE.sub(_unit, text)
+    text = _WAVE_RANGE_RE.sub(r"\1から", text)
+    text = _DASH_RANGE_RE.sub(r"\1から", text)
+    text = _FRACTION_RE.sub(_fraction, text)
+    text = _ARITHMETIC_RE.sub(lambda m: _ARITHMETIC[m.group(1)], text)
+    text = _VERSION_RE.sub(
+        lambda m: "点".join(int_to_kanji(int(part)) for part in m.group(0).split(".")), text
+    )
+    text = _LEADING_ZERO_RE.sub(lambda m: digits_to_kana(m.group(0)), text)
+    return _SIGNED_NUMBER_RE.sub(_signed_number, text)

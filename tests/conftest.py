@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from yomiage.text import Frontend, UserDictionary
+
+SHARED = Path(__file__).resolve().parents[1].parent / "shared"
+FIXTURES = SHARED / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dict(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No test may read or write the real per-user dictionary."""
+    path = tmp_path_factory.mktemp("userdict") / "user_dict.json"
+    monkeypatch.setenv("YOMIAGE_USER_DICT", str(path))
+
+
+@pytest.fixture(scope="session")
+def frontend() -> Iterator[Frontend]:
+    f = Frontend(UserDictionary(None))
+    yield f
+    f.close()
+
+
+def require_fixtures() -> Path:
+    if not FIXTURES.is_dir():
+        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+    return FIXTURES
