@@ -25,8 +25,9 @@ FALLBACK = ["今日はいい天気ですね。", "円周率は3.14です。", "G
 
 def import_seconds(module: str, runs: int) -> float:
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
+    run = [sys.executable, "-c", code]
     samples = [
-        float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+        float(subprocess.run(run, capture_output=True, text=True, check=True).stdout)
         for _ in range(runs)
     ]
     return statistics.median(samples)
@@ -59,16 +60,33 @@ def main() -> None:
         per_sentence.append((time.perf_counter() - t0) / len(texts))
     chars = sum(len(t) for t in texts) / len(texts)
 
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} logical CPUs, "
-          f"Python {platform.python_version()}, {platform.system()} {platform.release()}")
-    print()
-    print("| measurement | value |")
-    print("| --- | --- |")
-    print(f"| `import yomiage` (fresh process, median of 5) | {import_seconds('yomiage', 5) * 1000:.0f} ms |")
-    print(f"| `import yomiage.text` (fresh process, median of 5) | {import_seconds('yomiage.text', 5) * 1000:.0f} ms |")
-    print(f"| `Frontend()` construction | {construct * 1000:.1f} ms |")
-    print(f"| g2p per sentence, first pass ({len(texts)} sentences, {chars:.0f} chars avg) | {first_pass * 1000:.3f} ms |")
-    print(f"| g2p per sentence, warm (median of {args.repeat} passes) | {statistics.median(per_sentence) * 1000:.3f} ms |")
+    machine = platform.processor() or platform.machine()
+    print(
+        f"machine: {machine}, {os.cpu_count()} logical CPUs, "
+        f"Python {platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+    rows = [
+        ("`import yomiage` (fresh process, median of 5)", import_seconds("yomiage", 5), 0),
+        (
+            "`import yomiage.text` (fresh process, median of 5)",
+            import_seconds("yomiage.text", 5),
+            0,
+        ),
+        ("`Frontend()` construction", construct, 1),
+        (
+            f"g2p per sentence, first pass ({len(texts)} sentences, {chars:.0f} chars avg)",
+            first_pass,
+            3,
+        ),
+        (
+            f"g2p per sentence, warm (median of {args.repeat} passes)",
+            statistics.median(per_sentence),
+            3,
+        ),
+    ]
+    print("\n| measurement | value |\n| --- | --- |")
+    for name, seconds, digits in rows:
+        print(f"| {name} | {seconds * 1000:.{digits}f} ms |")
 
 
 if __name__ == "__main__":
