@@ -58,7 +58,12 @@ def test_frontend_on_read_only_install(tmp_path: Path) -> None:
     if shutil.which("unshare") is None:
         pytest.skip("unshare not available")
     script = f'mount --bind -o ro / / 2>/dev/null || mount -o remount,bind,ro / /; exec {sys.executable} -c "$0"'
-    cmd = ["unshare", "-m", "-n", "sh", "-c", script, CODE]
+    code = (
+        "import os, yomiage\n"
+        "assert not os.access(os.path.dirname(yomiage.__file__), os.W_OK), 'install is writable'\n"
+        + CODE
+    )
+    cmd = ["unshare", "-m", "-n", "sh", "-c", script, code]
     out = subprocess.run(cmd, capture_output=True, text=True, env=_env(tmp_path), timeout=120)
     if "mount" in out.stderr and out.returncode != 0:
         pytest.skip(f"cannot remount read-only here: {out.stderr.strip()[:200]}")

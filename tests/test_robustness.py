@@ -75,3 +75,11 @@ def test_random_unicode(frontend: Frontend, text: str) -> None:
     assert p.phones[0] == p.phones[-1] == "_"
     assert sum(p.word2ph) == len(p.phones) == len(p.tones)
     assert len(p.word2ph) == len(p.bert_text) + 2
+
+
+def test_dropped_characters_are_logged_at_debug(
+    frontend: Frontend, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("DEBUG", logger="yomiage"):
+        frontend.g2p("今日は😊晴れ★")
+    assert any("😊★" in r.getMessage() for r in caplog.records)

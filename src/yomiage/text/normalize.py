@@ -8,6 +8,7 @@ drops or misreads them.
 
 from __future__ import annotations
 
+import logging
 import re
 import unicodedata
 from collections.abc import Container
@@ -15,7 +16,9 @@ from collections.abc import Container
 from yomiage.text.english import EnglishReader
 from yomiage.text.numbers import read_numbers
 from yomiage.text.numerals import int_to_kanji
-from yomiage.text.punctuation import replace_punctuation
+from yomiage.text.punctuation import replace_punctuation, unreadable_characters
+
+log = logging.getLogger(__name__)
 
 # Characters NFKC would mangle (Ⅲ → III, ㈱ → (株), № → No), replaced first.
 _ENCLOSED_WORDS = {
@@ -59,5 +62,9 @@ def normalize(text: str, english: EnglishReader, keep_words: Container[str] = ()
     text = read_numbers(text)
     text = english.replace(text, keep_words)
     text = _WAVE_DASH_RE.sub("ー", text)
+    if log.isEnabledFor(logging.DEBUG):
+        dropped = unreadable_characters(text).strip()
+        if dropped:
+            log.debug("dropped characters that cannot be read: %r", dropped)
     text = replace_punctuation(text)
     return _COMBINING_SOUND_MARKS_RE.sub("", text)

@@ -51,3 +51,9 @@ def replace_punctuation(text: str) -> str:
     """Map punctuation to SBV2's seven marks, then drop every unreadable character."""
     mapped = _REPLACE_RE.sub(lambda m: _REPLACEMENTS[m.group(0)], text)
     return _NOT_KEPT_RE.sub("", mapped)
+
+
+def unreadable_characters(text: str) -> str:
+    """The characters :func:`replace_punctuation` would drop (for logging)."""
+    mapped = _REPLACE_RE.sub(lambda m: _REPLACEMENTS[m.group(0)], text)
+    return "".join(_NOT_KEPT_RE.findall(mapped))
