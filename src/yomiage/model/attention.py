@@ -1,0 +1,137 @@
+"""Channel LayerNorm and the relative-position attention encoder (spec §5.4).
+
+Used by the text encoder and by every flow layer. Parameter names follow SBV2
+checkpoints (``attn_layers.N.conv_q``, ``norm_layers_1.N.gamma``, …).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor, nn
+from torch.nn import functional as F
+
+WINDOW = 4  # relative positions -4..4, shared by all heads
+CONDITION_LAYER = 2  # speaker embedding enters before this layer
+
+
+class ChannelLayerNorm(nn.Module):
+    """LayerNorm over the channel axis of ``[B, C, T]``, stored as gamma/beta."""
+
+    def __init__(self, channels: int, eps: float = 1e-5) -> None:
+        super().__init__()
+        self.eps = eps
+        self.gamma = nn.Parameter(torch.ones(channels))
+        self.beta = nn.Parameter(torch.zeros(channels))
+
+    def forward(self, x: Tensor) -> Tensor:
+        y = F.layer_norm(x.transpose(1, -1), (x.shape[1],), self.gamma, self.beta, self.eps)
+        return y.transpose(1, -1)
+
+
+def _relative_index(length: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """For query i and key j: index ``j - i + WINDOW`` into the 9 embeddings, and validity."""
+    pos = torch.arange(length, device=device)
+    rel = pos[None, :] - pos[:, None]
+    valid = rel.abs() <= WINDOW
+    return (rel + WINDOW).clamp(0, 2 * WINDOW), valid
+
+
+class RelativeMultiHeadAttention(nn.Module):
+    """Self-attention with relative key and value embeddings within ±4 positions.
+
+    Written as a gather over the ``[T, T]`` relative index instead of SBV2's
+    pad-and-reshape trick; the two are exactly equivalent (spec §5.4).
+    """
+
+    def __init__(self, channels: int, n_heads: int) -> None:
+        super().__init__()
+        self.n_heads = n_heads
+        self.head_dim = channels // n_heads
+        self.conv_q = nn.Conv1d(channels, channels, 1)
+        self.conv_k = nn.Conv1d(channels, channels, 1)
+        self.conv_v = nn.Conv1d(channels, channels, 1)
+        self.conv_o = nn.Conv1d(channels, channels, 1)
+        scale = self.head_dim**-0.5
+        self.emb_rel_k = nn.Parameter(torch.randn(1, 2 * WINDOW + 1, self.head_dim) * scale)
+        self.emb_rel_v = nn.Parameter(torch.randn(1, 2 * WINDOW + 1, self.head_dim) * scale)
+
+    def _heads(self, x: Tensor) -> Tensor:
+        b, c, t = x.shape
+        return x.view(b, self.n_heads, self.head_dim, t).transpose(2, 3)  # [B, n, T, d]
+
+    def forward(self, x: Tensor, attn_mask: Tensor) -> Tensor:
+        b, c, t = x.shape
+        q = self._heads(self.conv_q(x)) / math.sqrt(self.head_dim)
+        k = self._heads(self.conv_k(x))
+        v = self._heads(self.conv_v(x))
+        index, valid = _relative_index(t, x.device)
+        scores = q @ k.transpose(-2, -1)
+        rel_k = q @ self.emb_rel_k[0].transpose(0, 1)  # [B, n, T, 9]
+        rel_scores = rel_k.gather(-1, index.expand(b, self.n_heads, t, t))
+        scores = scores + rel_scores * valid
+        scores = scores.masked_fill(attn_mask == 0, -1e4)
+        p = torch.softmax(scores, dim=-1)
+        out = p @ v
+        # Attention weight of each relative offset, then mix the value embeddings.
+        p_rel = torch.zeros(b, self.n_heads, t, 2 * WINDOW + 1, dtype=p.dtype, device=p.device)
+        p_rel = p_rel.scatter_add(-1, index.expand(b, self.n_heads, t, t), p * valid)
+        out = out + p_rel @ self.emb_rel_v[0]
+        out = out.transpose(2, 3).reshape(b, c, t)
+        return self.conv_o(out)
+
+
+class FeedForward(nn.Module):
+    """Two "same"-padded convolutions with ReLU, masked before each."""
+
+    def __init__(self, channels: int, filter_channels: int, kernel_size: int) -> None:
+        super().__init__()
+        self.pad = ((kernel_size - 1) // 2, kernel_size // 2)
+        self.conv_1 = nn.Conv1d(channels, filter_channels, kernel_size)
+        self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size)
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        y = torch.relu(self.conv_1(F.pad(x * mask, self.pad)))
+        return self.conv_2(F.pad(y * mask, self.pad)) * mask
+
+
+class AttentionEncoder(nn.Module):
+    """The transformer stack with speaker conditioning at layer 2."""
+
+    def __init__(
+        self,
+        hidden_channels: int,
+        filter_channels: int,
+        n_heads: int,
+        n_layers: int,
+        kernel_size: int,
+        gin_channels: int,
+    ) -> None:
+        super().__init__()
+        self.attn_layers = nn.ModuleList(
+            RelativeMultiHeadAttention(hidden_channels, n_heads) for _ in range(n_layers)
+        )
+        self.norm_layers_1 = nn.ModuleList(
+            ChannelLayerNorm(hidden_channels) for _ in range(n_layers)
+        )
+        self.ffn_layers = nn.ModuleList(
+            FeedForward(hidden_channels, filter_channels, kernel_size) for _ in range(n_layers)
+        )
+        self.norm_layers_2 = nn.ModuleList(
+            ChannelLayerNorm(hidden_channels) for _ in range(n_layers)
+        )
+        self.spk_emb_linear = nn.Linear(gin_channels, hidden_channels)
+
+    def forward(self, x: Tensor, mask: Tensor, g: Tensor) -> Tensor:
+        attn_mask = mask.unsqueeze(2) * mask.unsqueeze(-1)
+        x = x * mask
+        layers = zip(
+            self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
+        )
+        for i, (attn, norm_1, ffn, norm_2) in enumerate(layers):
+            if i == CONDITION_LAYER:
+                x = (x + self.spk_emb_linear(g.transpose(1, 2)).transpose(1, 2)) * mask
+            x = norm_1(x + attn(x, attn_mask))
+            x = norm_2(x + ffn(x, mask))
+        return x * mask
