@@ -58,7 +58,7 @@ class RelativeMultiHeadAttention(nn.Module):
         self.emb_rel_v = nn.Parameter(torch.randn(1, 2 * WINDOW + 1, self.head_dim) * scale)
 
     def _heads(self, x: Tensor) -> Tensor:
-        b, c, t = x.shape
+        b, _, t = x.shape
         return x.view(b, self.n_heads, self.head_dim, t).transpose(2, 3)  # [B, n, T, d]
 
     def forward(self, x: Tensor, attn_mask: Tensor) -> Tensor:
