@@ -105,7 +105,7 @@ def test_missing_tensor_is_named(voice_dir: Path) -> None:
     tensors = _tensors(voice_dir)
     del tensors["flow.flows.2.post.weight"]
     _write(voice_dir, tensors)
-    with pytest.raises(ModelLoadError, match="flow.flows.2.post.weight"):
+    with pytest.raises(ModelLoadError, match=r"flow\.flows\.2\.post\.weight"):
         load_voice(voice_dir)
 
 
