@@ -1,0 +1,135 @@
+"""The PyTorch backend: our JP-Extra model and DeBERTa on CPU or CUDA.
+
+One BERT is loaded per backend and shared by all its voices. BERT features
+stay on the device from BERT to the synthesizer; only the final audio comes
+back to the CPU. Everything runs in float32: the SDP's spline and the flow
+break in half precision (spec §11).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import torch
+
+from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
+from yomiage.errors import ModelLoadError
+from yomiage.model import TorchVoice, load_voice
+from yomiage.runtime.types import EncodedSentence, SynthesisOptions
+from yomiage.text.g2p import Phonemes
+from yomiage.text.symbols import to_model_inputs
+
+
+class TorchBackend:
+    """Voices sharing one BERT on ``device`` ("cpu" or "cuda")."""
+
+    def __init__(
+        self,
+        bert_dir: Path | str,
+        *,
+        tokenizer_dir: Path | str | None = None,
+        device: str = "cpu",
+        threads: int | None = None,
+    ) -> None:
+        """``tokenizer_dir`` defaults to ``bert_dir`` (the hub's layout keeps them together)."""
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise ModelLoadError("device 'cuda' was asked for but PyTorch sees no CUDA device")
+        if threads is not None:
+            torch.set_num_threads(threads)
+        self.device = torch.device(device)
+        self.bert = TorchBert(bert_dir, tokenizer_dir, device=self.device)
+        self._voices: dict[str, TorchVoice] = {}
+        self._lock = threading.Lock()
+
+    def add_voice(self, name: str, folder: Path | str) -> TorchVoice:
+        voice = load_voice(folder, self.device)
+        if voice.bert_dim != self.bert.hidden_size:
+            raise ModelLoadError(
+                f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "
+                f"but the loaded BERT gives {self.bert.hidden_size}"
+            )
+        with self._lock:
+            self._voices[name] = voice
+        return voice
+
+    def compile(self) -> None:
+        """``torch.compile`` the BERT (worth it on CUDA; the first call then compiles)."""
+        self.bert.compile()
+
+    def voice(self, name: str) -> TorchVoice:
+        try:
+            return self._voices[name]
+        except KeyError:
+            known = ", ".join(self._voices) or "none loaded"
+            raise ValueError(f"unknown voice {name!r}; loaded voices: {known}") from None
+
+    def voice_names(self) -> tuple[str, ...]:
+        return tuple(self._voices)
+
+    def sample_rate(self, voice: str) -> int:
+        return self.voice(voice).config.sampling_rate
+
+    def hop_length(self, voice: str) -> int:
+        return self.voice(voice).config.hop_length
+
+    def new_rng(self, seed: int | None) -> torch.Generator:
+        rng = torch.Generator(device=self.device)
+        if seed is None:
+            rng.seed()
+        else:
+            rng.manual_seed(seed)
+        return rng
+
+    def encode(
+        self,
+        voice: str,
+        sentences: Sequence[Phonemes],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> list[EncodedSentence]:
+        v = self.voice(voice)
+        if not 0 <= options.speaker_id < v.config.n_speakers:
+            names = ", ".join(f"{n}={i}" for n, i in v.config.spk2id.items())
+            raise ValueError(f"unknown speaker_id {options.speaker_id}; this voice has {names}")
+        style = torch.from_numpy(v.styles.vector(options.style, options.style_weight))
+        style = style[None].to(self.device)
+        sid = torch.tensor([options.speaker_id], device=self.device)
+        features = self.bert.features([p.bert_text for p in sentences])
+        out = []
+        with torch.inference_mode():
+            for phonemes, hidden in zip(sentences, features, strict=True):
+                inputs = to_model_inputs(
+                    phonemes.phones, phonemes.tones, phonemes.word2ph, add_blank=v.config.add_blank
+                )
+                bert = expand_to_phones_torch(hidden, inputs.word2ph)[None]
+                ids = [
+                    torch.from_numpy(a)[None].to(self.device)
+                    for a in (inputs.phone_ids, inputs.tone_ids, inputs.language_ids)
+                ]
+                encoded = v.model.encode(
+                    *ids,
+                    bert,
+                    style,
+                    sid,
+                    sdp_ratio=options.sdp_ratio,
+                    noise_scale_w=options.noise_w,
+                    length_scale=options.speed,
+                    generator=rng,
+                )
+                durations = encoded.durations[0, 0].to("cpu", torch.int64).numpy()
+                out.append(EncodedSentence(phonemes, inputs, durations, encoded))
+        return out
+
+    def decode(
+        self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+    ) -> npt.NDArray[np.float32]:
+        v = self.voice(voice)
+        with torch.inference_mode():
+            decoded = v.model.decode(encoded.state, noise_scale=options.noise, generator=rng)
+            audio: npt.NDArray[np.float32] = decoded.audio[0, 0].to("cpu").numpy()
+        return audio

@@ -1,0 +1,95 @@
+"""What flows between the engine and a synthesis backend (no torch here)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from yomiage.text.g2p import Phonemes
+from yomiage.text.symbols import ModelInputs
+
+
+@dataclass(frozen=True)
+class SynthesisOptions:
+    """Per-call options with SBV2's meanings and its API's defaults (spec §6).
+
+    ``speed`` is SBV2's ``length_scale``: larger is slower. ``seed`` makes the
+    noise reproducible; ``None`` draws fresh noise each call.
+    """
+
+    style: str = "Neutral"
+    style_weight: float = 1.0
+    speaker_id: int = 0
+    speed: float = 1.0
+    sdp_ratio: float = 0.2
+    noise: float = 0.6
+    noise_w: float = 0.8
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("style_weight", "speed", "sdp_ratio", "noise", "noise_w"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not math.isfinite(value)
+            ):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+        if not 0.0 <= self.sdp_ratio <= 1.0:
+            raise ValueError(f"sdp_ratio must be between 0 and 1, got {self.sdp_ratio}")
+        if not 0.1 <= self.speed <= 10.0:
+            raise ValueError(f"speed must be between 0.1 and 10, got {self.speed}")
+        if self.noise < 0 or self.noise_w < 0:
+            raise ValueError("noise and noise_w must not be negative")
+        if isinstance(self.speaker_id, bool) or not isinstance(self.speaker_id, int):
+            raise ValueError(f"speaker_id must be an integer, got {self.speaker_id!r}")
+
+
+@dataclass(frozen=True)
+class EncodedSentence:
+    """One sentence after the text encoder and duration predictors.
+
+    ``durations`` are the frames of each synthesizer token (blanks included),
+    known before any audio is made; ``state`` is the backend's own data for
+    :meth:`SynthesisBackend.decode` (tensors on its device).
+    """
+
+    phonemes: Phonemes
+    inputs: ModelInputs
+    durations: npt.NDArray[np.int64]
+    state: Any
+
+    @property
+    def n_frames(self) -> int:
+        return max(1, int(self.durations.sum()))
+
+
+class SynthesisBackend(Protocol):
+    """Runs voices. Implementations are safe to call from several threads."""
+
+    def voice_names(self) -> tuple[str, ...]: ...
+
+    def sample_rate(self, voice: str) -> int: ...
+
+    def hop_length(self, voice: str) -> int: ...
+
+    def new_rng(self, seed: int | None) -> Any:
+        """Random state for one request: encode draws from it first, decode second."""
+        ...
+
+    def encode(
+        self, voice: str, sentences: Sequence[Phonemes], options: SynthesisOptions, rng: Any
+    ) -> list[EncodedSentence]:
+        """All sentences of a request, with one batched BERT call."""
+        ...
+
+    def decode(
+        self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+    ) -> npt.NDArray[np.float32]:
+        """Audio of one sentence, float32 in [-1, 1], ``n_frames * hop`` samples."""
+        ...
