@@ -133,6 +133,17 @@ def build_parser() -> argparse.ArgumentParser:
     rm = actions.add_parser("remove", help="remove a word")
     rm.add_argument("surface")
     dct.set_defaults(func=_cmd_dict)
+
+    dev = sub.add_parser(
+        "dev",
+        help="developer tools: synthetic voices for tests and benchmarks",
+        epilog="examples:\n  yomiage dev make-voice /tmp/voice --size full --seed 0\n"
+        "  yomiage dev make-bert /tmp/bert --size tiny",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    from yomiage.devtools.synthetic import add_commands
+
+    add_commands(dev.add_subparsers(dest="tool", metavar="TOOL", required=True))
     return parser
 
 
@@ -143,8 +154,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args))
-    except YomiageError as exc:
+    except (YomiageError, ValueError, OSError) as exc:
         print(f"yomiage {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except ImportError as exc:
+        print(
+            f"yomiage {args.command}: {exc}; install the extra it needs, "
+            "e.g. pip install 'yomiage[torch]'",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         return 130
