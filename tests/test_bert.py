@@ -255,9 +255,10 @@ def test_torch_bert_bad_folders(tmp_path: Path) -> None:
     )
     with pytest.raises(ModelLoadError, match="model_type"):
         TorchBert(tmp_path, BERT_TOKENIZER)
-    # Weights that do not fill the configured encoder (6 layers asked, 4 stored).
+    # Weights that do not fill the configured encoder (8 layers, of which the
+    # first 6 are needed for hidden_states[-3]; 4 stored).
     (tmp_path / "config.json").write_text(
-        json.dumps({**config, "num_hidden_layers": 6}), encoding="utf-8"
+        json.dumps({**config, "num_hidden_layers": 8}), encoding="utf-8"
     )
     (tmp_path / "model.safetensors").write_bytes((BERT_MODEL / "model.safetensors").read_bytes())
     with pytest.raises(ModelLoadError, match=r"does not match.*encoder\.layer\.[45]"):

@@ -7,19 +7,17 @@ torch and transformers at the top, which costs seconds.
 from __future__ import annotations
 
 import json
-import logging
 import os
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import torch
-from transformers import DebertaV2Model
-from transformers.utils import logging as hf_logging
+from transformers import DebertaV2Config, DebertaV2Model
 
 from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
+from yomiage.safetensors_stream import iter_tensors
 
 __all__ = ["TorchBert", "expand_to_phones_torch"]
 
@@ -56,14 +54,12 @@ class TorchBert:
         else:
             self.tokenizer = CharTokenizer.from_dir(path if tokenizer is None else tokenizer)
         self.device = torch.device(device)
-        self._model = _load_encoder(path, self.device)
-        n_layers = int(self._model.config.num_hidden_layers)
+        n_layers = _layer_count(path)
         if n_layers + 1 < -_HIDDEN_STATE_INDEX:
             raise ModelLoadError(f"{path}: BERT has {n_layers} layers, need at least 2")
-        # hidden_states[-3] is the output of layer L-2; the last two layers are
-        # never used, so they are dropped (about 8% of BERT's time on 24 layers).
-        kept = n_layers + 1 + _HIDDEN_STATE_INDEX
-        self._model.encoder.layer = self._model.encoder.layer[:kept]
+        # hidden_states[-3] is the output of layer L-2: the last two layers are
+        # never built (8% of BERT's time and 100 MB on the real model).
+        self._model = _load_encoder(path, self.device, n_layers + 1 + _HIDDEN_STATE_INDEX)
         self._runner: Any = self._model
 
     @property
@@ -132,8 +128,21 @@ def expand_to_phones_torch(hidden: torch.Tensor, word2ph: Sequence[int]) -> torc
     return hidden.repeat_interleave(counts, dim=0, output_size=total).T.contiguous()
 
 
-def _load_encoder(path: Path, device: torch.device) -> DebertaV2Model:
-    """The float32 eval-mode encoder of ``path`` on ``device``; ModelLoadError names the file."""
+def _layer_count(path: Path) -> int:
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        return int(config["num_hidden_layers"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ModelLoadError(f"cannot read BERT config {path / 'config.json'}: {exc}") from exc
+
+
+def _load_encoder(path: Path, device: torch.device, layers: int | None) -> DebertaV2Model:
+    """The float32 eval-mode encoder of ``path`` on ``device``, with only its first
+    ``layers`` layers (all when ``None``); ModelLoadError names the file.
+
+    The model is built empty and filled one tensor at a time, so loading a
+    float16 checkpoint never holds more than the float32 weights plus one tensor.
+    """
     if not path.is_dir():
         raise ModelLoadError(f"BERT model folder not found: {path}")
     config_path = path / "config.json"
@@ -148,45 +157,59 @@ def _load_encoder(path: Path, device: torch.device) -> DebertaV2Model:
     if weights is None:
         raise ModelLoadError(f"BERT model folder {path} has none of {', '.join(_WEIGHT_FILES)}")
     try:
-        with _quiet_transformers():
-            loaded: Any = DebertaV2Model.from_pretrained(
-                str(path), local_files_only=True, output_loading_info=True
-            )
-        model, info = loaded
-    except Exception as exc:  # safetensors, torch.load and transformers raise many types
-        raise ModelLoadError(f"cannot load BERT weights {weights}: {exc}") from exc
-    missing = sorted(info.get("missing_keys", ())) + sorted(info.get("mismatched_keys", ()))
-    if missing:
-        shown = ", ".join(str(k) for k in missing[:5])
+        hf_config = DebertaV2Config.from_dict(config)
+    except Exception as exc:  # transformers validates in many ways
+        raise ModelLoadError(f"{config_path}: not a usable DeBERTa-v2 config: {exc}") from exc
+    total = int(hf_config.num_hidden_layers)
+    kept = total if layers is None else min(layers, total)
+    hf_config.num_hidden_layers = kept
+    with torch.device("meta"):
+        model = DebertaV2Model(hf_config)
+    state = dict(_checkpoint_tensors(weights, kept, total))
+    expected = model.state_dict()
+    missing = sorted(k for k in expected if k not in state)
+    wrong = sorted(k for k in expected if k in state and state[k].shape != expected[k].shape)
+    if missing or wrong:
+        bad = missing + wrong
+        shown = ", ".join(bad[:5])
         raise ModelLoadError(
-            f"{weights} does not match the DeBERTa-v2 encoder: {len(missing)} missing or"
-            f" mismatched tensors ({shown}{', ...' if len(missing) > 5 else ''})"
+            f"{weights} does not match the DeBERTa-v2 encoder: {len(bad)} missing or"
+            f" mismatched tensors ({shown}{', ...' if len(bad) > 5 else ''})"
         )
-    # Upstream weights are float16; SBV2 runs BERT in float32 (spec §3.1).
-    model.to(device=device, dtype=torch.float32)
-    model.eval()
+    # assign=True adopts the loaded tensors instead of copying them into new ones.
+    model.load_state_dict({k: state[k] for k in expected}, strict=True, assign=True)
+    del state
+    # Non-persistent buffers are not in the checkpoint and are still on "meta".
+    for module in model.modules():
+        for name, buffer in list(module.named_buffers(recurse=False)):
+            if buffer is None or not buffer.is_meta:
+                continue
+            if name != "position_ids":
+                raise ModelLoadError(f"{path}: cannot initialise BERT buffer {name}")
+            value = torch.arange(buffer.shape[-1]).expand(buffer.shape).clone()
+            module.register_buffer(name, value, persistent=False)
+    # transformers wraps .to()/.eval() with loose types; call nn.Module's directly.
+    torch.nn.Module.to(model, device)
+    torch.nn.Module.eval(model)
     model.requires_grad_(False)
-    if not isinstance(model, DebertaV2Model):
-        raise ModelLoadError(f"{path}: transformers returned {type(model).__name__}")
     return model
 
 
-@contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report (the ignored MLM head) and progress bar while loading.
-
-    These are process-wide switches of transformers; they are restored on exit.
-    """
-    verbosity = hf_logging.get_verbosity()
-    bar = hf_logging.is_progress_bar_enabled()
-    # These two helpers carry no annotations in transformers.
-    disable_bar = cast(Callable[[], None], hf_logging.disable_progress_bar)
-    enable_bar = cast(Callable[[], None], hf_logging.enable_progress_bar)
-    hf_logging.set_verbosity(logging.ERROR)
-    disable_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bar:
-            enable_bar()
+def _checkpoint_tensors(weights: Path, kept: int, total: int) -> Iterator[tuple[str, torch.Tensor]]:
+    """Encoder tensors of a DebertaV2Model or DebertaV2ForMaskedLM checkpoint, float32."""
+    unused = tuple(f"encoder.layer.{i}." for i in range(kept, total))
+    if weights.suffix == ".safetensors":
+        items: Iterator[tuple[str, Any]] = (
+            (k, torch.from_numpy(v)) for k, v in iter_tensors(weights)
+        )
+    else:
+        try:
+            loaded = torch.load(weights, map_location="cpu", weights_only=True, mmap=True)
+        except Exception as exc:  # pickle and zip errors of many kinds
+            raise ModelLoadError(f"cannot load BERT weights {weights}: {exc}") from exc
+        items = iter(loaded.items())
+    for key, tensor in items:
+        key = key.removeprefix("deberta.")
+        if key.startswith(("cls.", "lm_predictions.")) or key.startswith(unused):
+            continue
+        yield key, (tensor.float() if tensor.is_floating_point() else tensor)

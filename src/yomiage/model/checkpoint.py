@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from yomiage.errors import ModelLoadError
+from yomiage.safetensors_stream import iter_tensors
 
 _TRAINING_ONLY_PREFIXES = ("enc_q.", "sdp.post_", "sdp.flows.1.", "net_d.", "net_dur_disc.")
 _TRAINING_ONLY_KEYS = frozenset({"iteration"})
@@ -24,19 +25,8 @@ _WEIGHT_NORM_PAIRS = (
 
 
 def read_safetensors(path: Path) -> dict[str, Tensor]:
-    """All tensors of ``path`` on the CPU, floats as float32."""
-    from safetensors import SafetensorError
-    from safetensors.torch import load_file
-
-    try:
-        tensors = load_file(str(path), device="cpu")
-    except FileNotFoundError as exc:
-        raise ModelLoadError(f"{path} not found") from exc
-    except (SafetensorError, OSError, ValueError, RuntimeError) as exc:
-        raise ModelLoadError(
-            f"{path} is not a readable safetensors file (corrupt or truncated?): {exc}"
-        ) from exc
-    return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
+    """All tensors of ``path`` on the CPU, floats as float32, read one at a time."""
+    return {name: torch.from_numpy(array) for name, array in iter_tensors(path)}
 
 
 def fold_weight_norm(g: Tensor, v: Tensor) -> Tensor:
