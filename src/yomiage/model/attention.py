@@ -21,12 +21,13 @@ class ChannelLayerNorm(nn.Module):
 
     def __init__(self, channels: int, eps: float = 1e-5) -> None:
         super().__init__()
+        self.channels = channels
         self.eps = eps
         self.gamma = nn.Parameter(torch.ones(channels))
         self.beta = nn.Parameter(torch.zeros(channels))
 
     def forward(self, x: Tensor) -> Tensor:
-        y = F.layer_norm(x.transpose(1, -1), (x.shape[1],), self.gamma, self.beta, self.eps)
+        y = F.layer_norm(x.transpose(1, -1), (self.channels,), self.gamma, self.beta, self.eps)
         return y.transpose(1, -1)
 
 

@@ -1,0 +1,1 @@
+"""``yomiage convert``: SBV2 voice folders to ONNX voice bundles (needs ``yomiage[torch]``)."""
