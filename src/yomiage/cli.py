@@ -89,6 +89,27 @@ def _cmd_dict(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_convert(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from yomiage.export.convert import convert_bert, convert_voice
+
+    out = Path(args.out_dir)
+    bundle, parity = convert_voice(Path(args.sbv2_dir), out)
+    print(
+        f"wrote voice bundle {bundle} (ONNX vs PyTorch: prior {parity.prior:.2g}, "
+        f"flow {parity.flow:.2g}, audio {parity.audio:.2g}, durations equal)"
+    )
+    if args.bert:
+        tokenizer = Path(args.tokenizer) if args.tokenizer else None
+        bert, errors = convert_bert(
+            Path(args.bert), out / "bert", tokenizer_dir=tokenizer, quantize=args.quantize
+        )
+        shown = ", ".join(f"{k} {v:.2g}" for k, v in errors.items())
+        print(f"wrote BERT bundle {bert} (feature error vs PyTorch: {shown})")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="yomiage", description="Japanese text-to-speech for Style-Bert-VITS2 JP-Extra voices."
@@ -133,6 +154,24 @@ def build_parser() -> argparse.ArgumentParser:
     rm = actions.add_parser("remove", help="remove a word")
     rm.add_argument("surface")
     dct.set_defaults(func=_cmd_dict)
+
+    conv = sub.add_parser(
+        "convert",
+        help="convert an SBV2 voice folder (and its BERT) to ONNX bundles (needs yomiage[torch])",
+        epilog="examples:\n  yomiage convert models/jvnv-F1-jp voices/jvnv-F1-jp "
+        "--bert bert/deberta-v2-large-japanese-char-wwm\n"
+        "  yomiage convert my-voice out --bert bert --quantize q4",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    conv.add_argument("sbv2_dir", help="folder with config.json, *.safetensors, style_vectors.npy")
+    conv.add_argument("out_dir", help="where the voice bundle goes (replaced if present)")
+    conv.add_argument(
+        "--bert", metavar="BERT_DIR", help="DeBERTa folder; its bundle goes to OUT_DIR/bert"
+    )
+    conv.add_argument("--tokenizer", metavar="DIR", help="tokenizer folder if not inside BERT_DIR")
+    conv.add_argument("--quantize", choices=["q8", "q4", "none"], default="q8",
+                      help="extra quantized BERT graph besides float32 (default q8)")  # fmt: skip
+    conv.set_defaults(func=_cmd_convert)
 
     dev = sub.add_parser(
         "dev",

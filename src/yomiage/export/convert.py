@@ -1,0 +1,193 @@
+"""``yomiage convert``: an SBV2 voice folder (and its BERT) to ONNX bundles.
+
+Everything is written into a temporary folder beside the target and renamed
+into place only after the parity check passed, so a failed or interrupted
+conversion never leaves a bundle that looks complete.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnxruntime as ort
+import torch
+
+from yomiage.errors import YomiageError
+from yomiage.export.graphs import export_graphs
+from yomiage.model import TorchVoice, load_voice
+from yomiage.runtime.bundle import BERT_FORMAT, FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
+from yomiage.runtime.chunking import receptive_field_frames
+
+PROBE_TOKENS = 41
+PROBE_FRAMES = 57
+TOLERANCE = 1e-4
+
+
+class ConversionError(YomiageError):
+    """The exported graphs disagree with PyTorch, or a conversion step failed."""
+
+
+@dataclass(frozen=True)
+class Parity:
+    """Largest differences between PyTorch and ONNX Runtime on the probe inputs."""
+
+    prior: float
+    durations_equal: bool
+    flow: float
+    audio: float
+
+    def ok(self) -> bool:
+        return self.durations_equal and max(self.prior, self.flow, self.audio) <= TOLERANCE
+
+
+def _probe(voice: TorchVoice, folder: Path) -> Parity:
+    """Run the same seeded inputs through PyTorch and the exported graphs."""
+    rng = np.random.default_rng(1234)
+    t, hp = PROBE_TOKENS, voice.config.model
+    feeds = {
+        "phone_ids": rng.integers(1, 100, (1, t)),
+        "tone_ids": rng.integers(6, 8, (1, t)),
+        "language_ids": np.ones((1, t), dtype=np.int64),
+        "bert": rng.standard_normal((1, voice.bert_dim, t)).astype(np.float32),
+        "style": voice.styles.vector(voice.styles.names[0])[None],
+        "sid": np.array([voice.config.n_speakers - 1]),
+        "sdp_noise": (rng.standard_normal((1, 2, t)) * 0.8).astype(np.float32),
+        "sdp_ratio": np.array([0.5], dtype=np.float32),
+        "length_scale": np.array([1.0], dtype=np.float32),
+    }
+    z_p = rng.standard_normal((1, hp.inter_channels, PROBE_FRAMES)).astype(np.float32)
+    sessions = {g: ort.InferenceSession(str(folder / f"{g}.onnx")) for g in GRAPHS}
+    m_p, logs_p, g, durations = sessions["encoder"].run(None, feeds)
+    z = sessions["flow"].run(None, {"z_p": z_p, "g": g})[0]
+    audio = sessions["decoder"].run(None, {"z": z, "g": g})[0]
+    model = voice.model
+    with torch.inference_mode():
+        tt = {k: torch.from_numpy(v) for k, v in feeds.items()}
+        g_t = model.emb_g(tt["sid"]).unsqueeze(-1)
+        mask = torch.ones(1, 1, t)
+        h, m_t, logs_t = model.enc_p(
+            tt["phone_ids"], tt["tone_ids"], tt["language_ids"], tt["bert"], tt["style"], mask, g_t
+        )
+        logw = model.sdp(h, mask, g_t, tt["sdp_noise"]) * 0.5 + model.dp(h, mask, g_t) * 0.5
+        dur_t = torch.ceil(torch.exp(logw))
+        z_t = model.flow.reverse(torch.from_numpy(z_p), torch.ones(1, 1, PROBE_FRAMES), g_t)
+        audio_t = model.dec(z_t, g_t)
+    return Parity(
+        prior=float(max(np.abs(m_p - m_t.numpy()).max(), np.abs(logs_p - logs_t.numpy()).max())),
+        durations_equal=bool(np.array_equal(durations, dur_t.numpy())),
+        flow=float(np.abs(z - z_t.numpy()).max()),
+        audio=float(np.abs(audio - audio_t.numpy()).max()),
+    )
+
+
+def _check_replaceable(out_dir: Path, marker: str) -> None:
+    """Only an empty folder or an earlier bundle may be replaced, never arbitrary data."""
+    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / marker).exists():
+        raise ConversionError(
+            f"{out_dir} exists and is not a yomiage bundle (no {marker}); choose another folder"
+        )
+
+
+def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
+    """Export an SBV2 voice folder to a voice bundle at ``out_dir`` (replaced if present)."""
+    _check_replaceable(out_dir, "voice.json")
+    voice = load_voice(sbv2_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        export_graphs(voice.model, work)
+        np.save(work / "style_vectors.npy", voice.styles.vectors)
+        parity = _probe(voice, work)
+        if not parity.ok():
+            raise ConversionError(
+                f"ONNX graphs disagree with PyTorch beyond {TOLERANCE}: prior {parity.prior:.3g}, "
+                f"durations equal {parity.durations_equal}, flow {parity.flow:.3g}, "
+                f"audio {parity.audio:.3g}; no bundle written"
+            )
+        config = voice.config
+        files = {p.name: sha256_file(p) for p in sorted(work.iterdir())}
+        manifest = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "name": config.name,
+            "sbv2_version": config.version,
+            "sampling_rate": config.sampling_rate,
+            "hop_length": config.hop_length,
+            "add_blank": config.add_blank,
+            "bert_dim": voice.bert_dim,
+            "inter_channels": config.model.inter_channels,
+            "n_speakers": config.n_speakers,
+            "spk2id": dict(config.spk2id),
+            "style2id": dict(config.style2id),
+            "receptive_field_frames": receptive_field_frames(config.model),
+            "parity": parity.__dict__,
+            "files": files,
+        }
+        (work / "voice.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return out_dir, parity
+
+
+def convert_bert(
+    bert_dir: Path, out_dir: Path, *, tokenizer_dir: Path | None = None, quantize: str = "q8"
+) -> tuple[Path, dict[str, float]]:
+    """Export the BERT to ``bert.onnx`` (+ ``bert_q8.onnx`` or ``bert_q4.onnx``) and
+    ``tokenizer.json``; returns the largest feature error of each graph vs PyTorch."""
+    from yomiage.bert.torch_bert import TorchBert
+    from yomiage.export.bert import export_bert, quantize_q4, quantize_q8
+
+    if quantize not in ("q8", "q4", "none"):
+        raise ConversionError(f"quantize must be q8, q4 or none, not {quantize!r}")
+    _check_replaceable(out_dir, "bert.json")
+    bert = TorchBert(bert_dir, tokenizer_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        graphs = {"fp32": export_bert(bert, work / "bert.onnx")}
+        if quantize == "q8":
+            graphs["q8"] = quantize_q8(graphs["fp32"], work / "bert_q8.onnx")
+        elif quantize == "q4":
+            graphs["q4"] = quantize_q4(graphs["fp32"], work / "bert_q4.onnx")
+        bert.tokenizer.save(work / "tokenizer.json")
+        texts = ["今日はいい天気ですね。", "えっ！？本当に……そうなの？", "GitHubでJSONを公開。"]
+        reference = [f.numpy() for f in bert.features(texts)]
+        ids, mask = bert.tokenizer.encode_batch(texts)
+        errors = {}
+        for precision, path in graphs.items():
+            hidden = ort.InferenceSession(str(path)).run(
+                None, {"input_ids": ids, "attention_mask": mask}
+            )[0]
+            errors[precision] = max(
+                float(np.abs(hidden[i, : len(r)] - r).max()) for i, r in enumerate(reference)
+            )
+        if errors["fp32"] > TOLERANCE:
+            raise ConversionError(
+                f"BERT ONNX features differ from PyTorch by {errors['fp32']:.3g} "
+                f"(> {TOLERANCE}); no bundle written"
+            )
+        manifest = {
+            "format": BERT_FORMAT,
+            "format_version": FORMAT_VERSION,
+            "hidden_size": bert.hidden_size,
+            "graphs": {p: g.name for p, g in graphs.items()},
+            "feature_error_vs_torch": errors,
+            "files": {p.name: sha256_file(p) for p in sorted(work.iterdir())},
+        }
+        (work / "bert.json").write_text(json.dumps(manifest, indent=1))
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+    return out_dir, errors

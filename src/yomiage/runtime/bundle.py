@@ -1,0 +1,106 @@
+"""The yomiage voice bundle: what ``yomiage convert`` writes and the ONNX runtime reads.
+
+A folder with ``voice.json`` (format version, the hyperparameters the runtime
+needs, styles, speakers, sha256 of every file), ``style_vectors.npy`` and the
+``encoder``/``flow``/``decoder`` ONNX graphs. No torch needed to read it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from yomiage.errors import ModelLoadError
+
+FORMAT = "yomiage-voice"
+FORMAT_VERSION = 1
+BERT_FORMAT = "yomiage-bert"
+GRAPHS = ("encoder", "flow", "decoder")
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class VoiceManifest:
+    """``voice.json`` of a bundle, validated."""
+
+    path: Path
+    name: str
+    sampling_rate: int
+    hop_length: int
+    add_blank: bool
+    bert_dim: int
+    inter_channels: int
+    n_speakers: int
+    spk2id: Mapping[str, int]
+    style2id: Mapping[str, int]
+    receptive_field_frames: int
+    files: Mapping[str, str]
+
+    def file(self, name: str) -> Path:
+        return self.path / name
+
+    def verify(self) -> None:
+        """Check every listed file against its sha256 (reads them all: slow on big voices)."""
+        for name, digest in self.files.items():
+            actual = sha256_file(self.file(name))
+            if actual != digest:
+                raise ModelLoadError(f"{self.file(name)} is corrupt: sha256 {actual} != {digest}")
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type, path: Path) -> Any:
+    value = data.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ModelLoadError(f"{path}: '{key}' is missing or not a {kind.__name__}")
+    return value
+
+
+def read_manifest(folder: Path) -> VoiceManifest:
+    path = folder / "voice.json"
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError as exc:
+        raise ModelLoadError(
+            f"{folder} is not a yomiage voice bundle (no voice.json); convert an SBV2 voice "
+            "folder with `yomiage convert SBV2_DIR OUT_DIR --bert BERT_DIR`"
+        ) from exc
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{path} is not readable JSON: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise ModelLoadError(f"{path}: not a {FORMAT} manifest")
+    version = data.get("format_version")
+    if version != FORMAT_VERSION:
+        raise ModelLoadError(
+            f"{path}: bundle format {version!r}, this yomiage reads {FORMAT_VERSION}; "
+            "convert the voice again with this version"
+        )
+    files = _field(data, "files", dict, path)
+    for name in (*(f"{g}.onnx" for g in GRAPHS), "style_vectors.npy"):
+        if name not in files:
+            raise ModelLoadError(f"{path}: the bundle lists no {name}")
+        if not (folder / name).is_file():
+            raise ModelLoadError(f"{folder / name} is missing from the voice bundle")
+    return VoiceManifest(
+        path=folder,
+        name=_field(data, "name", str, path),
+        sampling_rate=_field(data, "sampling_rate", int, path),
+        hop_length=_field(data, "hop_length", int, path),
+        add_blank=_field(data, "add_blank", bool, path),
+        bert_dim=_field(data, "bert_dim", int, path),
+        inter_channels=_field(data, "inter_channels", int, path),
+        n_speakers=_field(data, "n_speakers", int, path),
+        spk2id=_field(data, "spk2id", dict, path),
+        style2id=_field(data, "style2id", dict, path),
+        receptive_field_frames=_field(data, "receptive_field_frames", int, path),
+        files=files,
+    )

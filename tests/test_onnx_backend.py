@@ -1,0 +1,200 @@
+"""The CPU runtime: converted bundles through ONNX Runtime, against the reference."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import FIXTURES
+from yomiage.errors import ModelLoadError
+from yomiage.runtime import SynthesisOptions
+from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.text import Frontend
+
+TINY = FIXTURES / "sbv2_tiny"
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny fixture voice converted by our exporter (needs the [torch] extra)."""
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    if not TINY.is_dir():
+        pytest.skip("shared fixtures not available")
+    from yomiage.export.convert import convert_bert, convert_voice
+
+    out = tmp_path_factory.mktemp("bundles") / "tiny"
+    convert_voice(TINY / "model", out)
+    convert_bert(TINY / "bert" / "model", out / "bert", tokenizer_dir=TINY / "bert" / "tokenizer")
+    return out
+
+
+@pytest.fixture(scope="module")
+def backend(bundle: Path) -> OnnxBackend:
+    b = OnnxBackend(bundle / "bert", precision="fp32", threads=2)
+    b.add_voice("tiny", bundle)
+    return b
+
+
+def _cases() -> list[dict[str, Any]]:
+    path = TINY / "cases" / "cases.json"
+    return json.loads(path.read_text("utf-8"))["cases"] if path.exists() else []
+
+
+def _options(case: dict[str, Any], setting: dict[str, Any]) -> SynthesisOptions:
+    return SynthesisOptions(
+        style=case["style"],
+        style_weight=case["style_weight"],
+        speaker_id=case["sid"],
+        sdp_ratio=setting["sdp_ratio"],
+        speed=setting["length_scale"],
+        noise=0.0,
+        noise_w=0.0,
+    )
+
+
+@pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
+def test_text_to_audio_matches_reference(
+    backend: OnnxBackend, frontend: Frontend, case: dict[str, Any]
+) -> None:
+    arrays = np.load(TINY / "cases" / f"{case['id']}.npz")
+    for name, setting in case["settings"].items():
+        options = _options(case, setting)
+        rng = backend.new_rng(0)
+        [encoded] = backend.encode("tiny", [frontend.g2p(case["text"])], options, rng)
+        assert encoded.durations.tolist() == setting["durations"], name
+        if f"audio_{name}" in arrays:
+            audio = backend.decode("tiny", encoded, options, rng)
+            reference = arrays[f"audio_{name}"]
+            assert audio.shape == reference.shape
+            assert float(np.abs(audio - reference).max()) <= 1e-4
+
+
+@pytest.mark.parametrize("window", [1, 7, 16, 64, 10_000])
+def test_windowed_decoding_equals_whole(
+    backend: OnnxBackend, frontend: Frontend, window: int
+) -> None:
+    options = SynthesisOptions(seed=3)
+    sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
+    [encoded] = backend.encode("tiny", sentence, options, backend.new_rng(3))
+    voice = backend.voice("tiny")
+    m_p, logs_p, g = encoded.state
+    rng = backend.new_rng(5)
+    mean = np.repeat(m_p, encoded.durations, axis=2)
+    eps = rng.standard_normal(mean.shape, dtype=np.float32)
+    z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
+    z = voice.flow.run(None, {"z_p": z_p, "g": g})[0]
+    whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
+    backend.window_frames = window
+    try:
+        pieces = list(backend.decode_windows("tiny", encoded, options, backend.new_rng(5)))
+    finally:
+        backend.window_frames = 64
+    assert len(pieces) == -(-z.shape[2] // window)
+    stitched = np.concatenate(pieces)
+    assert stitched.shape == whole.shape
+    assert float(np.abs(stitched - whole).max()) <= 1e-5
+
+
+def test_onnx_and_torch_backends_agree(
+    bundle: Path, backend: OnnxBackend, frontend: Frontend
+) -> None:
+    pytest.importorskip("transformers")
+    from yomiage.runtime.torch_backend import TorchBackend
+
+    torch_backend = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
+    torch_backend.add_voice("tiny", TINY / "model")
+    sentences = [frontend.g2p(t) for t in ("ねえ、聞いて！？", "昨日、先生に会ったの。")]
+    options = SynthesisOptions(style="Happy", style_weight=0.5, speaker_id=1, noise=0, noise_w=0)
+    ours = backend.encode("tiny", sentences, options, backend.new_rng(0))
+    theirs = torch_backend.encode("tiny", sentences, options, torch_backend.new_rng(0))
+    for a, b in zip(ours, theirs, strict=True):
+        assert a.durations.tolist() == b.durations.tolist()
+        audio_a = backend.decode("tiny", a, options, backend.new_rng(0))
+        audio_b = torch_backend.decode("tiny", b, options, torch_backend.new_rng(0))
+        assert float(np.abs(audio_a - audio_b).max()) <= 1e-4
+
+
+def test_seed_makes_noise_reproducible(backend: OnnxBackend, frontend: Frontend) -> None:
+    sentence = [frontend.g2p("今日はいい天気ですね。")]
+    options = SynthesisOptions()
+
+    def run(seed: int) -> Any:
+        rng = backend.new_rng(seed)
+        [enc] = backend.encode("tiny", sentence, options, rng)
+        return backend.decode("tiny", enc, options, rng)
+
+    assert np.array_equal(run(1), run(1))
+    a, b = run(1), run(2)
+    assert a.shape != b.shape or not np.array_equal(a, b)
+
+
+def test_synthesis_without_torch(bundle: Path) -> None:
+    code = (
+        "import sys\n"
+        "from yomiage.runtime import SynthesisOptions\n"
+        "from yomiage.runtime.onnx_backend import OnnxBackend\n"
+        "from yomiage.text import Frontend, UserDictionary\n"
+        f"b = OnnxBackend({str(bundle / 'bert')!r})\n"
+        f"b.add_voice('tiny', {str(bundle)!r})\n"
+        "f = Frontend(UserDictionary(None))\n"
+        "o = SynthesisOptions(seed=0)\n"
+        "rng = b.new_rng(0)\n"
+        "[e] = b.encode('tiny', [f.g2p('こんにちは。')], o, rng)\n"
+        "assert len(b.decode('tiny', e, o, rng)) > 0\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_bundle_errors(bundle: Path, tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="yomiage convert"):
+        read_manifest(tmp_path)
+    manifest = read_manifest(bundle)
+    manifest.verify()
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for f in bundle.iterdir():
+        if f.is_file():
+            (broken / f.name).write_bytes(f.read_bytes())
+    (broken / "decoder.onnx").write_bytes(b"not onnx")
+    with pytest.raises(ModelLoadError, match="corrupt"):
+        read_manifest(broken).verify()
+    (broken / "flow.onnx").unlink()
+    with pytest.raises(ModelLoadError, match=r"flow\.onnx"):
+        read_manifest(broken)
+    with pytest.raises(ModelLoadError, match="BERT bundle"):
+        OnnxBackend(tmp_path)
+
+
+def test_convert_refuses_a_disagreeing_export(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("torch")
+    if not TINY.is_dir():
+        pytest.skip("shared fixtures not available")
+    from yomiage.export import convert
+
+    bad = convert.Parity(prior=0.5, durations_equal=False, flow=0.0, audio=0.0)
+    monkeypatch.setattr(convert, "_probe", lambda voice, folder: bad)
+    with pytest.raises(convert.ConversionError, match=r"prior 0\.5"):
+        convert.convert_voice(TINY / "model", tmp_path / "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_convert_never_replaces_other_data(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    from yomiage.export.convert import ConversionError, convert_voice
+
+    (tmp_path / "precious.txt").write_text("keep me")
+    with pytest.raises(ConversionError, match="not a yomiage bundle"):
+        convert_voice(TINY / "model", tmp_path)
+    assert (tmp_path / "precious.txt").read_text() == "keep me"
