@@ -198,3 +198,37 @@ def test_convert_never_replaces_other_data(tmp_path: Path) -> None:
     with pytest.raises(ConversionError, match="not a yomiage bundle"):
         convert_voice(TINY / "model", tmp_path)
     assert (tmp_path / "precious.txt").read_text() == "keep me"
+
+
+@pytest.mark.slow
+def test_memory_does_not_grow_with_requests(bundle: Path) -> None:
+    """RSS after 200 requests of varied lengths stays within 50 MB of RSS after 20."""
+    code = (
+        "import numpy as np\n"
+        "from yomiage.runtime import SynthesisOptions\n"
+        "from yomiage.runtime.onnx_backend import OnnxBackend\n"
+        "from yomiage.text import Frontend, UserDictionary\n"
+        "def rss():\n"
+        "    return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) / 1024\n"
+        f"b = OnnxBackend({str(bundle / 'bert')!r})\n"
+        f"b.add_voice('tiny', {str(bundle)!r})\n"
+        "f = Frontend(UserDictionary(None))\n"
+        "rng = np.random.default_rng(0)\n"
+        "base = ['今日は', 'いい天気ですね', '散歩に行きましょう', '駅前の喫茶店で友人と会いました']\n"
+        "after = {}\n"
+        "for i in range(200):\n"
+        "    n = int(rng.integers(1, 5))\n"
+        "    text = '、'.join(base[int(k)] for k in rng.integers(0, 4, n)) + '。'\n"
+        "    o = SynthesisOptions(seed=i)\n"
+        "    r = b.new_rng(i)\n"
+        "    [e] = b.encode('tiny', [f.g2p(text)], o, r)\n"
+        "    b.decode('tiny', e, o, r)\n"
+        "    if i + 1 in (20, 200):\n"
+        "        after[i + 1] = rss()\n"
+        "print(after[20], after[200])\n"
+    )
+    if not Path("/proc/self/status").exists():
+        pytest.skip("needs /proc to read RSS")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rss_20, rss_200 = map(float, out.stdout.split())
+    assert rss_200 - rss_20 <= 50, f"RSS grew from {rss_20:.0f} MB to {rss_200:.0f} MB"

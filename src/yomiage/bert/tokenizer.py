@@ -194,6 +194,7 @@ class CharTokenizer:
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 fh.write(data)
+            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from other users
             os.replace(tmp, target)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -19,6 +19,7 @@ import torch
 
 from yomiage.errors import YomiageError
 from yomiage.export.graphs import export_graphs
+from yomiage.export.optimize import optimize_graph
 from yomiage.model import TorchVoice, load_voice
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
@@ -100,7 +101,10 @@ def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        export_graphs(voice.model, work)
+        raw = work / "raw"
+        for name, path in export_graphs(voice.model, raw).items():
+            optimize_graph(path, work / f"{name}.onnx")
+        shutil.rmtree(raw)
         np.save(work / "style_vectors.npy", voice.styles.vectors)
         parity = _probe(voice, work)
         if not parity.ok():
@@ -129,6 +133,7 @@ def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
             "files": files,
         }
         (work / "voice.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
         if out_dir.exists():
             shutil.rmtree(out_dir)
         work.rename(out_dir)
@@ -153,11 +158,14 @@ def convert_bert(
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
     try:
-        graphs = {"fp32": export_bert(bert, work / "bert.onnx")}
+        raw = work / "raw"
+        plain = {"fp32": export_bert(bert, raw / "bert.onnx")}
         if quantize == "q8":
-            graphs["q8"] = quantize_q8(graphs["fp32"], work / "bert_q8.onnx")
+            plain["q8"] = quantize_q8(plain["fp32"], raw / "bert_q8.onnx")
         elif quantize == "q4":
-            graphs["q4"] = quantize_q4(graphs["fp32"], work / "bert_q4.onnx")
+            plain["q4"] = quantize_q4(plain["fp32"], raw / "bert_q4.onnx")
+        graphs = {p: optimize_graph(g, work / g.name) for p, g in plain.items()}
+        shutil.rmtree(raw)
         bert.tokenizer.save(work / "tokenizer.json")
         texts = ["今日はいい天気ですね。", "えっ！？本当に……そうなの？", "GitHubでJSONを公開。"]
         reference = [f.numpy() for f in bert.features(texts)]
@@ -184,6 +192,7 @@ def convert_bert(
             "files": {p.name: sha256_file(p) for p in sorted(work.iterdir())},
         }
         (work / "bert.json").write_text(json.dumps(manifest, indent=1))
+        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
         if out_dir.exists():
             shutil.rmtree(out_dir)
         work.rename(out_dir)

@@ -54,7 +54,8 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     """Options shared by every session (chosen for steady memory on varied lengths).
 
     The memory arena and memory patterns are off: with inputs of a new length
-    every request, they grow instead of being reused.
+    every request, they grow instead of being reused. Graphs come optimized
+    from ``yomiage convert``; only the CPU-specific passes run at load.
     """
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or physical_cores()

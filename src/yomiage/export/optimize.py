@@ -1,0 +1,33 @@
+"""Save ONNX graphs already optimized, with their weights in a side file.
+
+Measured on the full-size q8 BERT (524 MB): loading the plain graph with full
+optimization took 2.4 s and 1,254 MB of RSS (the optimizer copies weights);
+the graph optimized once here (ORT_ENABLE_EXTENDED) with external weights
+loads in 0.34 s, to 520 MB, at the same speed. EXTENDED, not ALL: ALL adds
+layout changes tied to the CPU that ran it; the runtime applies those itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnxruntime as ort
+
+MIN_EXTERNAL_BYTES = 1024
+
+
+def optimize_graph(source: Path, target: Path) -> Path:
+    """Write ``target`` (+ ``target.data``) from ``source``; they may not be the same file."""
+    if source.resolve() == target.resolve():
+        raise ValueError("optimize into a new file")
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.optimized_model_filepath = str(target)
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_file_name", f"{target.name}.data"
+    )
+    options.add_session_config_entry(
+        "session.optimized_model_external_initializers_min_size_in_bytes", str(MIN_EXTERNAL_BYTES)
+    )
+    ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
+    return target
