@@ -92,11 +92,12 @@ def test_windowed_decoding_equals_whole(
     z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
     z = voice.flow.run(None, {"z_p": z_p, "g": g})[0]
     whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
-    backend.window_frames = window
+    saved = backend.window_frames, backend.first_window_frames
+    backend.window_frames = backend.first_window_frames = window
     try:
         pieces = list(backend.decode_windows("tiny", encoded, options, backend.new_rng(5)))
     finally:
-        backend.window_frames = 64
+        backend.window_frames, backend.first_window_frames = saved
     assert len(pieces) == -(-z.shape[2] // window)
     stitched = np.concatenate(pieces)
     assert stitched.shape == whole.shape
@@ -232,3 +233,19 @@ def test_memory_does_not_grow_with_requests(bundle: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     rss_20, rss_200 = map(float, out.stdout.split())
     assert rss_200 - rss_20 <= 50, f"RSS grew from {rss_20:.0f} MB to {rss_200:.0f} MB"
+
+
+def test_first_window_is_short_so_audio_starts_early(
+    backend: OnnxBackend, frontend: Frontend
+) -> None:
+    options = SynthesisOptions(seed=1)
+    rng = backend.new_rng(1)
+    [encoded] = backend.encode(
+        "tiny", [frontend.g2p("駅前の小さな喫茶店で古い友人と会った。")], options, rng
+    )
+    assert encoded.n_frames > backend.window_frames
+    pieces = list(backend.decode_windows("tiny", encoded, options, rng))
+    hop = backend.hop_length("tiny")
+    assert len(pieces[0]) == backend.first_window_frames * hop
+    assert all(len(p) == backend.window_frames * hop for p in pieces[1:-1])
+    assert sum(map(len, pieces)) == encoded.n_frames * hop
