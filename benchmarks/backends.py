@@ -83,7 +83,7 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--window", type=int, default=128)
+    parser.add_argument("--window", type=int, default=64)
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--texts", default=",".join(TEXTS))
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)

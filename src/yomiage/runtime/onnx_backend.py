@@ -31,10 +31,12 @@ from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 
 BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onnx"}
-# Decoder windows, measured on a full-size voice (650 frames, 2 threads):
-# 32 frames 3.1x real time, 64 4.1x, 128 4.8x, 256 4.7x, whole 4.8x (460 MB
-# peak instead of 229). The first window is smaller so audio starts sooner.
-DEFAULT_WINDOW_FRAMES = 128
+# Decoder windows, measured on a full-size voice (650 frames, 2 threads, decoder
+# alone): 32 frames 3.1x real time, 64 4.1x, 128 4.8x, 256 4.7x, whole 4.8x.
+# End to end on 39 s of text (q8), 128 gave 3.55x at 1,409 MB peak RSS and 64
+# gave 3.09x at 1,083 MB: memory wins until the heap growth behind that is
+# understood. The first window is smaller so audio starts sooner.
+DEFAULT_WINDOW_FRAMES = 64
 DEFAULT_FIRST_WINDOW_FRAMES = 32
 
 
