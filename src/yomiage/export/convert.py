@@ -7,9 +7,11 @@ conversion never leaves a bundle that looks complete.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,13 +96,27 @@ def _check_replaceable(out_dir: Path, marker: str) -> None:
         )
 
 
+@contextlib.contextmanager
+def _staged(out_dir: Path) -> Iterator[Path]:
+    """A temporary folder beside ``out_dir`` that replaces it only if the block succeeds."""
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        yield work
+        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        work.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(work, ignore_errors=True)
+        raise
+
+
 def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
     """Export an SBV2 voice folder to a voice bundle at ``out_dir`` (replaced if present)."""
     _check_replaceable(out_dir, "voice.json")
     voice = load_voice(sbv2_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with _staged(out_dir) as work:
         raw = work / "raw"
         for name, path in export_graphs(voice.model, raw).items():
             optimize_graph(path, work / f"{name}.onnx")
@@ -133,13 +149,6 @@ def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
             "files": files,
         }
         (work / "voice.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return out_dir, parity
 
 
@@ -155,9 +164,7 @@ def convert_bert(
         raise ConversionError(f"quantize must be q8, q4 or none, not {quantize!r}")
     _check_replaceable(out_dir, "bert.json")
     bert = TorchBert(bert_dir, tokenizer_dir)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with _staged(out_dir) as work:
         raw = work / "raw"
         plain = {"fp32": export_bert(bert, raw / "bert.onnx")}
         if quantize == "q8":
@@ -192,11 +199,4 @@ def convert_bert(
             "files": {p.name: sha256_file(p) for p in sorted(work.iterdir())},
         }
         (work / "bert.json").write_text(json.dumps(manifest, indent=1))
-        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
     return out_dir, errors

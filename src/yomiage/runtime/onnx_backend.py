@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,7 @@ from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import BERT_FORMAT, VoiceManifest, read_manifest
 from yomiage.runtime.chunking import windows
-from yomiage.runtime.types import EncodedSentence, SynthesisOptions
+from yomiage.runtime.types import EncodedSentence, SynthesisOptions, VoiceTable, check_speaker
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
@@ -127,8 +126,7 @@ class OnnxBackend:
         self.tokenizer = CharTokenizer.from_dir(bert_dir)
         self.bert = _session(graph, self.options)
         self.hidden_size = int(manifest["hidden_size"])
-        self._voices: dict[str, OnnxVoice] = {}
-        self._lock = threading.Lock()
+        self._voices: VoiceTable[OnnxVoice] = VoiceTable()
 
     def add_voice(self, name: str, bundle_dir: Path | str) -> OnnxVoice:
         manifest = read_manifest(Path(bundle_dir))
@@ -146,19 +144,13 @@ class OnnxBackend:
             _session(manifest.file("decoder.onnx"), self.options),
             frozenset(i.name for i in encoder.get_inputs()),
         )
-        with self._lock:
-            self._voices[name] = voice
-        return voice
+        return self._voices.add(name, voice)
 
     def voice(self, name: str) -> OnnxVoice:
-        try:
-            return self._voices[name]
-        except KeyError:
-            known = ", ".join(self._voices) or "none loaded"
-            raise ValueError(f"unknown voice {name!r}; loaded voices: {known}") from None
+        return self._voices.get(name)
 
     def voice_names(self) -> tuple[str, ...]:
-        return tuple(self._voices)
+        return self._voices.names()
 
     def sample_rate(self, voice: str) -> int:
         return self.voice(voice).manifest.sampling_rate
@@ -193,9 +185,7 @@ class OnnxBackend:
     ) -> list[EncodedSentence]:
         v = self.voice(voice)
         m = v.manifest
-        if not 0 <= options.speaker_id < m.n_speakers:
-            names = ", ".join(f"{n}={i}" for n, i in m.spk2id.items())
-            raise ValueError(f"unknown speaker_id {options.speaker_id}; this voice has {names}")
+        check_speaker(options, m.n_speakers, m.spk2id)
         style = v.styles.vector(options.style, options.style_weight)[None]
         out = []
         for phonemes, hidden in zip(sentences, features, strict=True):

@@ -8,7 +8,6 @@ break in half precision (spec §11).
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,7 @@ import torch
 from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
 from yomiage.errors import ModelLoadError
 from yomiage.model import TorchVoice, load_voice
-from yomiage.runtime.types import EncodedSentence, SynthesisOptions
+from yomiage.runtime.types import EncodedSentence, SynthesisOptions, VoiceTable, check_speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 
@@ -43,8 +42,7 @@ class TorchBackend:
             torch.set_num_threads(threads)
         self.device = torch.device(device)
         self.bert = TorchBert(bert_dir, tokenizer_dir, device=self.device)
-        self._voices: dict[str, TorchVoice] = {}
-        self._lock = threading.Lock()
+        self._voices: VoiceTable[TorchVoice] = VoiceTable()
 
     def add_voice(self, name: str, folder: Path | str) -> TorchVoice:
         voice = load_voice(folder, self.device)
@@ -53,23 +51,17 @@ class TorchBackend:
                 f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "
                 f"but the loaded BERT gives {self.bert.hidden_size}"
             )
-        with self._lock:
-            self._voices[name] = voice
-        return voice
+        return self._voices.add(name, voice)
 
     def compile(self) -> None:
         """``torch.compile`` the BERT (worth it on CUDA; the first call then compiles)."""
         self.bert.compile()
 
     def voice(self, name: str) -> TorchVoice:
-        try:
-            return self._voices[name]
-        except KeyError:
-            known = ", ".join(self._voices) or "none loaded"
-            raise ValueError(f"unknown voice {name!r}; loaded voices: {known}") from None
+        return self._voices.get(name)
 
     def voice_names(self) -> tuple[str, ...]:
-        return tuple(self._voices)
+        return self._voices.names()
 
     def sample_rate(self, voice: str) -> int:
         return self.voice(voice).config.sampling_rate
@@ -108,9 +100,7 @@ class TorchBackend:
     ) -> list[EncodedSentence]:
         """:meth:`encode` with BERT features already computed (timed apart in benchmarks)."""
         v = self.voice(voice)
-        if not 0 <= options.speaker_id < v.config.n_speakers:
-            names = ", ".join(f"{n}={i}" for n, i in v.config.spk2id.items())
-            raise ValueError(f"unknown speaker_id {options.speaker_id}; this voice has {names}")
+        check_speaker(options, v.config.n_speakers, v.config.spk2id)
         style = torch.from_numpy(v.styles.vector(options.style, options.style_weight))
         style = style[None].to(self.device)
         sid = torch.tensor([options.speaker_id], device=self.device)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -93,3 +94,36 @@ class SynthesisBackend(Protocol):
     ) -> npt.NDArray[np.float32]:
         """Audio of one sentence, float32 in [-1, 1], ``n_frames * hop`` samples."""
         ...
+
+
+def check_speaker(options: SynthesisOptions, n_speakers: int, spk2id: Mapping[str, int]) -> None:
+    """ValueError listing the voice's speakers when ``options.speaker_id`` is not one."""
+    if not 0 <= options.speaker_id < n_speakers:
+        names = ", ".join(f"{n}={i}" for n, i in spk2id.items())
+        raise ValueError(f"unknown speaker_id {options.speaker_id}; this voice has {names}")
+
+
+V = TypeVar("V")
+
+
+class VoiceTable(Generic[V]):
+    """Loaded voices by name, shared by a backend's threads."""
+
+    def __init__(self) -> None:
+        self._voices: dict[str, V] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str, voice: V) -> V:
+        with self._lock:
+            self._voices[name] = voice
+        return voice
+
+    def get(self, name: str) -> V:
+        try:
+            return self._voices[name]
+        except KeyError:
+            known = ", ".join(self._voices) or "none loaded"
+            raise ValueError(f"unknown voice {name!r}; loaded voices: {known}") from None
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._voices)
