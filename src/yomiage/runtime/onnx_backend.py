@@ -24,6 +24,7 @@ from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import BERT_FORMAT, VoiceManifest, read_manifest
 from yomiage.runtime.chunking import windows
+from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.types import EncodedSentence, SynthesisOptions, VoiceTable, check_speaker
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
@@ -230,9 +231,12 @@ class OnnxBackend:
         hop = v.manifest.hop_length
         context = v.manifest.receptive_field_frames
         first = min(self.first_window_frames, self.window_frames)
-        for w in windows(z.shape[2], self.window_frames, context, first):
-            audio = v.decoder.run(None, {"z": z[:, :, w.pad_start : w.pad_stop], "g": g})[0]
-            yield np.ascontiguousarray(audio[0, 0, w.crop(hop)])
+        try:
+            for w in windows(z.shape[2], self.window_frames, context, first):
+                audio = v.decoder.run(None, {"z": z[:, :, w.pad_start : w.pad_stop], "g": g})[0]
+                yield np.ascontiguousarray(audio[0, 0, w.crop(hop)])
+        finally:
+            release_free_memory()
 
     def decode(
         self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
