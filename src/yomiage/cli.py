@@ -169,8 +169,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--bert", metavar="BERT_DIR", help="DeBERTa folder; its bundle goes to OUT_DIR/bert"
     )
     conv.add_argument("--tokenizer", metavar="DIR", help="tokenizer folder if not inside BERT_DIR")
-    conv.add_argument("--quantize", choices=["q8", "q4", "none"], default="q8",
-                      help="extra quantized BERT graph besides float32 (default q8)")  # fmt: skip
+    conv.add_argument("--quantize", choices=["q8", "q4", "q8,q4", "none"], default="q8",
+                      help="quantized BERT graphs besides float32 (default q8)")  # fmt: skip
     conv.set_defaults(func=_cmd_convert)
 
     dev = sub.add_parser(

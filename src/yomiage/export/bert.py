@@ -38,7 +38,7 @@ def export_bert(bert: TorchBert, path: Path) -> Path:
     seq = torch.export.Dim("seq", min=2, max=MAX_TOKENS)
     with torch.inference_mode():
         torch.onnx.export(
-            _BertGraph(bert),
+            _BertGraph(bert).eval(),
             (torch.from_numpy(ids), torch.from_numpy(mask)),
             str(path),
             input_names=["input_ids", "attention_mask"],

@@ -11,7 +11,7 @@ import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,24 +153,35 @@ def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
 
 
 def convert_bert(
-    bert_dir: Path, out_dir: Path, *, tokenizer_dir: Path | None = None, quantize: str = "q8"
+    bert_dir: Path,
+    out_dir: Path,
+    *,
+    tokenizer_dir: Path | None = None,
+    quantize: str | Sequence[str] = "q8",
 ) -> tuple[Path, dict[str, float]]:
-    """Export the BERT to ``bert.onnx`` (+ ``bert_q8.onnx`` or ``bert_q4.onnx``) and
-    ``tokenizer.json``; returns the largest feature error of each graph vs PyTorch."""
+    """Export the BERT to ``bert.onnx`` (+ ``bert_q8.onnx`` and/or ``bert_q4.onnx``) and
+    ``tokenizer.json``; returns the largest feature error of each graph vs PyTorch.
+
+    ``quantize`` names the quantized graphs to add: ``"q8"``, ``"q4"``, both
+    (``"q8,q4"`` or a sequence) or ``"none"``.
+    """
     from yomiage.bert.torch_bert import TorchBert
     from yomiage.export.bert import export_bert, quantize_q4, quantize_q8
 
-    if quantize not in ("q8", "q4", "none"):
-        raise ConversionError(f"quantize must be q8, q4 or none, not {quantize!r}")
+    wanted = quantize.split(",") if isinstance(quantize, str) else list(quantize)
+    wanted = [q.strip() for q in wanted if q.strip() not in ("", "none")]
+    if not set(wanted) <= {"q8", "q4"}:
+        raise ConversionError(f"quantize must be q8, q4, both or none, not {quantize!r}")
     _check_replaceable(out_dir, "bert.json")
     bert = TorchBert(bert_dir, tokenizer_dir)
     with _staged(out_dir) as work:
         raw = work / "raw"
         plain = {"fp32": export_bert(bert, raw / "bert.onnx")}
-        if quantize == "q8":
-            plain["q8"] = quantize_q8(plain["fp32"], raw / "bert_q8.onnx")
-        elif quantize == "q4":
-            plain["q4"] = quantize_q4(plain["fp32"], raw / "bert_q4.onnx")
+        if wanted:
+            folded = optimize_graph(plain["fp32"], raw / "folded.onnx", basic=True)
+        for precision in dict.fromkeys(wanted):
+            quantizer = quantize_q8 if precision == "q8" else quantize_q4
+            plain[precision] = quantizer(folded, raw / f"bert_{precision}.onnx")
         graphs = {p: optimize_graph(g, work / g.name) for p, g in plain.items()}
         shutil.rmtree(raw)
         bert.tokenizer.save(work / "tokenizer.json")

@@ -16,12 +16,23 @@ import onnxruntime as ort
 MIN_EXTERNAL_BYTES = 1024
 
 
-def optimize_graph(source: Path, target: Path) -> Path:
-    """Write ``target`` (+ ``target.data``) from ``source``; they may not be the same file."""
+def optimize_graph(source: Path, target: Path, *, basic: bool = False) -> Path:
+    """Write ``target`` (+ ``target.data``) from ``source``; they may not be the same file.
+
+    ``basic`` runs only the generic passes (constant folding, redundant node
+    removal), the step before quantization: on the exported DeBERTa it turns
+    the relative-position projections into constants, so each query/key
+    weight has one consumer left and the quantizer takes it (unfolded, those
+    44 weights stayed float32: a 610 MB q8 graph instead of 472 MB).
+    """
     if source.resolve() == target.resolve():
         raise ValueError("optimize into a new file")
     options = ort.SessionOptions()
-    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    options.graph_optimization_level = (
+        ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        if basic
+        else ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    )
     options.optimized_model_filepath = str(target)
     options.add_session_config_entry(
         "session.optimized_model_external_initializers_file_name", f"{target.name}.data"
