@@ -1,15 +1,19 @@
 """Backends side by side on full-size synthetic models: PyTorch FP32 (baseline),
-ONNX Runtime with FP32 BERT, and ONNX Runtime with q8 BERT.
+then ONNX Runtime with FP32, q8 and q4 BERT (the voice graphs are FP32 in all).
 
-Run: .venv/bin/python benchmarks/backends.py [--threads 2] [--window 64]
+Run: .venv/bin/python benchmarks/backends.py [--threads 2] [--window 128]
 
 Needs the models of benchmarks/torch_stages.py and their bundle:
     yomiage convert benchmarks/.cache/voice-full-0 benchmarks/.cache/bundle-full-0 \\
-        --bert benchmarks/.cache/bert-full-0
+        --bert benchmarks/.cache/bert-full-0 --quantize q8,q4
 Each (configuration, text) runs in a fresh process: load (timed), one warm-up
 sentence, then the text once. Time to first audio is when the first decoder
 window of the first sentence is ready (ONNX only: the torch backend decodes
 whole sentences). Ratios are against the PyTorch run of the same text in this run.
+The stage columns split the wall time (frontend, BERT, encoder + durations,
+flow + decoder); the decoder's achieved GFLOP/s (its multiply-adds counted from
+the layer shapes) is set against float32 matrix multiply measured here with
+numpy at the start of the run.
 """
 
 from __future__ import annotations
@@ -28,7 +32,39 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from torch_stages import CACHE, TEXTS  # noqa: E402
 
-CONFIGS = ("torch-fp32", "onnx-fp32", "onnx-q8")
+CONFIGS = ("torch-fp32", "onnx-fp32", "onnx-q8", "onnx-q4")
+
+
+def decoder_gflop_per_frame(voice_config: Path) -> float:
+    """Floating-point operations (2 per multiply-add) of the generator per frame."""
+    from yomiage.sbv2.config import load_config
+
+    m = load_config(voice_config).model
+    macs = m.inter_channels * m.upsample_initial_channel * 7  # conv_pre
+    samples, ch = 1, m.upsample_initial_channel
+    for rate, kernel in zip(m.upsample_rates, m.upsample_kernel_sizes, strict=True):
+        macs += ch * (ch // 2) * kernel * samples  # transposed conv, per input sample
+        samples, ch = samples * rate, ch // 2
+        convs_per_dilation = 2 if m.resblock == "1" else 1
+        for k, dilations in zip(m.resblock_kernel_sizes, m.resblock_dilation_sizes, strict=True):
+            macs += ch * ch * k * len(dilations) * convs_per_dilation * samples
+    macs += ch * 7 * samples  # conv_post
+    return 2 * macs / 1e9
+
+
+def sgemm_gflops(threads: int) -> float:
+    """numpy float32 2048x2048 matrix multiply, best of 5, in a fresh process."""
+    code = (
+        "import time, numpy as np\n"
+        "a = np.random.default_rng(0).standard_normal((2048, 2048), dtype=np.float32)\n"
+        "a @ a\nbest = 1e9\n"
+        "for _ in range(5):\n"
+        "    t = time.perf_counter(); a @ a; best = min(best, time.perf_counter() - t)\n"
+        "print(2 * 2048**3 / best / 1e9)\n"
+    )
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    return float(out.stdout.strip())
 
 
 def child(config: str, text_id: str, threads: int, window: int) -> dict[str, float]:
@@ -59,10 +95,15 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
         start = time.perf_counter()
         first = None
         sentences = [frontend.g2p(s) for s in frontend.split_sentences(text) if s.strip()]
+        t_frontend = time.perf_counter()
         rng = b.new_rng(0)  # type: ignore[attr-defined]
-        encoded = b.encode("v", sentences, options, rng)  # type: ignore[attr-defined]
-        samples = 0
+        features = b.bert_features(sentences)  # type: ignore[attr-defined]
+        t_bert = time.perf_counter()
+        encoded = b.encode_features("v", sentences, features, options, rng)  # type: ignore[attr-defined]
+        t_encode = time.perf_counter()
+        samples = frames = 0
         for e in encoded:
+            frames += e.n_frames
             if hasattr(b, "decode_windows"):
                 for piece in b.decode_windows("v", e, options, rng):
                     first = first or time.perf_counter() - start
@@ -70,8 +111,17 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
             else:
                 samples += len(b.decode("v", e, options, rng))  # type: ignore[attr-defined]
                 first = first or time.perf_counter() - start
-        wall = time.perf_counter() - start
-        return {"wall": wall, "first": first or wall, "audio": samples / 44100}
+        end = time.perf_counter()
+        return {
+            "wall": end - start,
+            "first": first or end - start,
+            "audio": samples / 44100,
+            "frontend": t_frontend - start,
+            "bert": t_bert - t_frontend,
+            "encode": t_encode - t_bert,
+            "decode": end - t_encode,
+            "frames": frames,
+        }
 
     run("ウォームアップです。")
     result = run(TEXTS[text_id])
@@ -83,7 +133,7 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--window", type=int, default=64)
+    parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--texts", default=",".join(TEXTS))
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
@@ -91,6 +141,8 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child[0], args.child[1], args.threads, args.window)))
         return
+    sgemm = sgemm_gflops(args.threads)
+    gflop_frame = decoder_gflop_per_frame(CACHE / "voice-full-0" / "config.json")
     results: dict[tuple[str, str], dict[str, float]] = {}
     for text_id in args.texts.split(","):
         for config in args.configs.split(","):
@@ -102,21 +154,29 @@ def main() -> None:
         f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, Python "
         f"{platform.python_version()}, {args.threads} threads, decoder window {args.window} frames"
     )
+    print(
+        f"numpy sgemm: {sgemm:.0f} GFLOP/s; decoder: {gflop_frame:.3f} GFLOP per frame "
+        f"({gflop_frame * 44100 / 512:.1f} GFLOP per second of audio)"
+    )
     print()
     print(
         "| config | text | audio s | wall s | speed factor | vs torch | first audio s "
-        "| load s | peak RSS MB |"
+        "| load s | peak RSS MB | frontend s | BERT s | encoder s | flow+decoder s "
+        "| decoder GFLOP/s (% of sgemm) |"
     )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| --- " * 14 + "|")
     for text_id in args.texts.split(","):
         base = results.get(("torch-fp32", text_id))
         for config in args.configs.split(","):
             r = results[config, text_id]
             speed = r["audio"] / r["wall"]
             ratio = f"{speed / (base['audio'] / base['wall']):.2f}x" if base else "-"
+            rate = r["frames"] * gflop_frame / r["decode"]
             print(
                 f"| {config} | {text_id} | {r['audio']:.2f} | {r['wall']:.2f} | {speed:.2f}x "
-                f"| {ratio} | {r['first']:.2f} | {r['load']:.1f} | {r['rss']:.0f} |"
+                f"| {ratio} | {r['first']:.2f} | {r['load']:.1f} | {r['rss']:.0f} "
+                f"| {r['frontend']:.3f} | {r['bert']:.3f} | {r['encode']:.3f} "
+                f"| {r['decode']:.2f} | {rate:.0f} ({100 * rate / sgemm:.0f}%) |"
             )
 
 

@@ -9,7 +9,6 @@ long text and :meth:`OnnxBackend.decode_windows` can hand out audio as it is mad
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,36 +23,28 @@ from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import BERT_FORMAT, VoiceManifest, read_manifest
 from yomiage.runtime.chunking import windows
+from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.memory import release_free_memory
-from yomiage.runtime.types import EncodedSentence, SynthesisOptions, VoiceTable, check_speaker
+from yomiage.runtime.types import (
+    EncodedSentence,
+    SynthesisOptions,
+    VoiceInfo,
+    VoiceTable,
+    check_speaker,
+)
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 
 BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onnx"}
 # Decoder windows, measured on a full-size voice (650 frames, 2 threads, decoder
-# alone): 32 frames 3.1x real time, 64 4.1x, 128 4.8x, 256 4.7x, whole 4.8x.
-# End to end on 39 s of text (q8), 128 gave 3.55x at 1,409 MB peak RSS and 64
-# gave 3.09x at 1,083 MB: memory wins until the heap growth behind that is
-# understood. The first window is smaller so audio starts sooner.
-DEFAULT_WINDOW_FRAMES = 64
+# alone): 32 frames 3.1x real time, 64 4.1x, 128 4.8x, 256 4.7x, whole 4.8x;
+# each window recomputes the receptive field (15 frames) on both sides. End to
+# end on 39 s of text (q8, heap trimmed after each sentence): 64 gave 3.06x at
+# 1,017 MB peak RSS, 128 3.28x at 1,008 MB, 256 3.40x at 1,037 MB. The first
+# window is smaller so audio starts sooner.
+DEFAULT_WINDOW_FRAMES = 128
 DEFAULT_FIRST_WINDOW_FRAMES = 32
-
-
-def physical_cores() -> int:
-    """Physical cores available to this process (SMT siblings counted once)."""
-    try:
-        cpus = os.sched_getaffinity(0)
-    except AttributeError:  # not Linux
-        return max(1, (os.cpu_count() or 2) // 2)
-    cores = set()
-    for cpu in cpus:
-        base = Path(f"/sys/devices/system/cpu/cpu{cpu}/topology")
-        try:
-            cores.add(((base / "physical_package_id").read_text(), (base / "core_id").read_text()))
-        except OSError:
-            cores.add((str(cpu), ""))
-    return max(1, len(cores))
 
 
 def session_options(threads: int | None) -> ort.SessionOptions:
@@ -152,6 +143,10 @@ class OnnxBackend:
 
     def voice_names(self) -> tuple[str, ...]:
         return self._voices.names()
+
+    def voice_info(self, voice: str) -> VoiceInfo:
+        m = self.voice(voice).manifest
+        return VoiceInfo(m.sampling_rate, tuple(m.style2id), dict(m.spk2id))
 
     def sample_rate(self, voice: str) -> int:
         return self.voice(voice).manifest.sampling_rate
