@@ -31,3 +31,20 @@ def require_fixtures() -> Path:
     if not FIXTURES.is_dir():
         pytest.skip(f"shared fixtures not found at {FIXTURES}")
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def tiny_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny fixture voice converted by our exporter, with its BERT bundle in ``bert/``.
+
+    Needs the [torch] extra (conversion only); made once per test session.
+    """
+    pytest.importorskip("torch")
+    pytest.importorskip("onnx")
+    tiny = require_fixtures() / "sbv2_tiny"
+    from yomiage.export.convert import convert_bert, convert_voice
+
+    out = tmp_path_factory.mktemp("bundles") / "tiny"
+    convert_voice(tiny / "model", out)
+    convert_bert(tiny / "bert" / "model", out / "bert", tokenizer_dir=tiny / "bert" / "tokenizer")
+    return out

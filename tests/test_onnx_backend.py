@@ -22,18 +22,8 @@ TINY = FIXTURES / "sbv2_tiny"
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny fixture voice converted by our exporter (needs the [torch] extra)."""
-    pytest.importorskip("torch")
-    pytest.importorskip("onnx")
-    if not TINY.is_dir():
-        pytest.skip("shared fixtures not available")
-    from yomiage.export.convert import convert_bert, convert_voice
-
-    out = tmp_path_factory.mktemp("bundles") / "tiny"
-    convert_voice(TINY / "model", out)
-    convert_bert(TINY / "bert" / "model", out / "bert", tokenizer_dir=TINY / "bert" / "tokenizer")
-    return out
+def bundle(tiny_bundle: Path) -> Path:
+    return tiny_bundle
 
 
 @pytest.fixture(scope="module")

@@ -4,20 +4,62 @@ Importing this package is cheap: it never imports torch, transformers or
 fastapi, and loads nothing until asked.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from yomiage.errors import (
+    AudioFormatError,
     DictionaryNotFoundError,
+    MissingExtraError,
     ModelLoadError,
+    NotPreparedError,
     TextError,
     UserDictionaryError,
     YomiageError,
 )
 
+if TYPE_CHECKING:
+    from yomiage.audio import Audio, AudioChunk
+    from yomiage.engine import TTS
+    from yomiage.runtime.types import SynthesisOptions
+    from yomiage.speaker import Speaker
+    from yomiage.timings import Span, Timings
+
 __version__ = "0.1.0"
 
+# The public API, imported on first use so that `import yomiage` stays cheap.
+_LAZY = {
+    "TTS": "yomiage.engine",
+    "Speaker": "yomiage.speaker",
+    "Audio": "yomiage.audio",
+    "AudioChunk": "yomiage.audio",
+    "SynthesisOptions": "yomiage.runtime.types",
+    "Span": "yomiage.timings",
+    "Timings": "yomiage.timings",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'yomiage' has no attribute {name!r}")
+
+
 __all__ = [
+    "TTS",
+    "Audio",
+    "AudioChunk",
+    "AudioFormatError",
     "DictionaryNotFoundError",
+    "MissingExtraError",
     "ModelLoadError",
+    "NotPreparedError",
+    "Span",
+    "Speaker",
+    "SynthesisOptions",
     "TextError",
+    "Timings",
     "UserDictionaryError",
     "YomiageError",
     "__version__",

@@ -25,3 +25,19 @@ class DictionaryNotFoundError(YomiageError):
 
 class ModelLoadError(YomiageError):
     """A voice or BERT folder is missing, corrupt or does not match the architecture."""
+
+
+class MissingExtraError(YomiageError, ImportError):
+    """A feature needs an optional dependency that is not installed; names the extra."""
+
+    def __init__(self, feature: str, extra: str, module: str) -> None:
+        super().__init__(f"{feature} needs the '{module}' package: pip install 'yomiage[{extra}]'")
+        self.extra = extra
+
+
+class AudioFormatError(YomiageError, ValueError):
+    """An audio format that yomiage cannot write (unknown name or suffix)."""
+
+
+class NotPreparedError(YomiageError, RuntimeError):
+    """A voice was used before ``TTS.prepare()`` loaded it."""

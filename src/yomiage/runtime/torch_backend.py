@@ -8,7 +8,7 @@ break in half precision (spec §11).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,13 @@ import torch
 from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
 from yomiage.errors import ModelLoadError
 from yomiage.model import TorchVoice, load_voice
-from yomiage.runtime.types import EncodedSentence, SynthesisOptions, VoiceTable, check_speaker
+from yomiage.runtime.types import (
+    EncodedSentence,
+    SynthesisOptions,
+    VoiceInfo,
+    VoiceTable,
+    check_speaker,
+)
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 
@@ -62,6 +68,10 @@ class TorchBackend:
 
     def voice_names(self) -> tuple[str, ...]:
         return self._voices.names()
+
+    def voice_info(self, voice: str) -> VoiceInfo:
+        c = self.voice(voice).config
+        return VoiceInfo(c.sampling_rate, tuple(c.style2id), dict(c.spk2id))
 
     def sample_rate(self, voice: str) -> int:
         return self.voice(voice).config.sampling_rate
@@ -139,3 +149,9 @@ class TorchBackend:
             decoded = v.model.decode(encoded.state, noise_scale=options.noise, generator=rng)
             audio: npt.NDArray[np.float32] = decoded.audio[0, 0].to("cpu").numpy()
         return audio
+
+    def decode_windows(
+        self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+    ) -> Iterator[npt.NDArray[np.float32]]:
+        """The whole sentence as one piece: on a GPU the decoder is not the bottleneck."""
+        yield self.decode(voice, encoded, options, rng)

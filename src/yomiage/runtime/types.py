@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypedDict, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -30,10 +30,20 @@ class SynthesisOptions:
     sdp_ratio: float = 0.2
     noise: float = 0.6
     noise_w: float = 0.8
+    pitch_scale: float = 1.0
+    intonation_scale: float = 1.0
     seed: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("style_weight", "speed", "sdp_ratio", "noise", "noise_w"):
+        for name in (
+            "style_weight",
+            "speed",
+            "sdp_ratio",
+            "noise",
+            "noise_w",
+            "pitch_scale",
+            "intonation_scale",
+        ):
             value = getattr(self, name)
             if (
                 isinstance(value, bool)
@@ -49,6 +59,39 @@ class SynthesisOptions:
             raise ValueError("noise and noise_w must not be negative")
         if isinstance(self.speaker_id, bool) or not isinstance(self.speaker_id, int):
             raise ValueError(f"speaker_id must be an integer, got {self.speaker_id!r}")
+        if not 0.25 <= self.pitch_scale <= 4.0:
+            raise ValueError(f"pitch_scale must be between 0.25 and 4, got {self.pitch_scale}")
+        if not 0.0 <= self.intonation_scale <= 4.0:
+            raise ValueError(
+                f"intonation_scale must be between 0 and 4, got {self.intonation_scale}"
+            )
+        if self.seed is not None and (
+            isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
+        ):
+            raise ValueError(f"seed must be a non-negative integer or None, got {self.seed!r}")
+
+    @property
+    def changes_pitch(self) -> bool:
+        """Whether WORLD must re-synthesize the audio (spec §7.1)."""
+        return self.pitch_scale != 1.0 or self.intonation_scale != 1.0
+
+
+class OptionFields(TypedDict, total=False):
+    """:class:`SynthesisOptions` as keyword arguments (``Speaker.generate(text, **fields)``).
+
+    Kept in step with the dataclass by a test.
+    """
+
+    style: str
+    style_weight: float
+    speaker_id: int
+    speed: float
+    sdp_ratio: float
+    noise: float
+    noise_w: float
+    pitch_scale: float
+    intonation_scale: float
+    seed: int | None
 
 
 @dataclass(frozen=True)
@@ -70,10 +113,21 @@ class EncodedSentence:
         return max(1, int(self.durations.sum()))
 
 
+@dataclass(frozen=True)
+class VoiceInfo:
+    """What callers may choose for a loaded voice."""
+
+    sample_rate: int
+    styles: tuple[str, ...]
+    speakers: Mapping[str, int]
+
+
 class SynthesisBackend(Protocol):
     """Runs voices. Implementations are safe to call from several threads."""
 
     def voice_names(self) -> tuple[str, ...]: ...
+
+    def voice_info(self, voice: str) -> VoiceInfo: ...
 
     def sample_rate(self, voice: str) -> int: ...
 
@@ -87,6 +141,27 @@ class SynthesisBackend(Protocol):
         self, voice: str, sentences: Sequence[Phonemes], options: SynthesisOptions, rng: Any
     ) -> list[EncodedSentence]:
         """All sentences of a request, with one batched BERT call."""
+        ...
+
+    def bert_features(self, sentences: Sequence[Phonemes]) -> Sequence[Any]:
+        """BERT features of each sentence (one batched call), in the backend's array type."""
+        ...
+
+    def encode_features(
+        self,
+        voice: str,
+        sentences: Sequence[Phonemes],
+        features: Sequence[Any],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> list[EncodedSentence]:
+        """:meth:`encode` with the BERT features already computed."""
+        ...
+
+    def decode_windows(
+        self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+    ) -> Iterator[npt.NDArray[np.float32]]:
+        """:meth:`decode`'s audio in consecutive pieces, each as soon as it is made."""
         ...
 
     def decode(

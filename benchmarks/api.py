@@ -1,0 +1,148 @@
+"""The public API end to end on the full-size synthetic voice (ONNX Runtime, q8 BERT).
+
+Run: .venv/bin/python benchmarks/api.py [--threads 2]
+
+Needs the bundle of benchmarks/backends.py (benchmarks/.cache/bundle-full-0,
+BERT bundle inside). Each measurement runs in a fresh process:
+
+* per text: ``TTS(...).load(...).prepare()`` (timed), one warm-up call, then
+  ``Speaker.stream(text)``: time to the first chunk, wall time, speed factor
+  (audio s / wall s), peak RSS;
+* concurrency: the same process runs the medium text 4 times one after the
+  other (single-stream speed factor), then 4 threads generating it at once
+  (aggregate speed factor = audio of all four / wall time, and each request's
+  latency).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from torch_stages import CACHE, TEXTS  # noqa: E402
+
+BUNDLE = CACHE / "bundle-full-0"
+
+
+def _engine(threads: int) -> tuple[object, float]:
+    from yomiage import TTS
+
+    start = time.perf_counter()
+    tts = TTS(threads=threads).load("v", source=BUNDLE).prepare()
+    return tts, time.perf_counter() - start
+
+
+def child_text(text_id: str, threads: int) -> dict[str, float]:
+    tts, load = _engine(threads)
+    speaker = tts.speakers["v"]  # type: ignore[attr-defined]
+    speaker.generate("ウォームアップです。", seed=0)
+    start = time.perf_counter()
+    first = None
+    samples = 0
+    for chunk in speaker.stream(TEXTS[text_id], seed=0):
+        first = first if first is not None else time.perf_counter() - start
+        samples += len(chunk.samples)
+    wall = time.perf_counter() - start
+    return {
+        "load": load,
+        "first": first or wall,
+        "wall": wall,
+        "audio": samples / speaker.sample_rate,
+        "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def child_concurrency(threads: int, requests: int = 4) -> dict[str, object]:
+    tts, _ = _engine(threads)
+    speaker = tts.speakers["v"]  # type: ignore[attr-defined]
+    text = TEXTS["medium"]
+    speaker.generate("ウォームアップです。", seed=0)
+    start = time.perf_counter()
+    audio = sum(speaker.generate(text, seed=i).duration for i in range(requests))
+    sequential = audio / (time.perf_counter() - start)
+    latencies: list[float] = [0.0] * requests
+    errors: list[str] = []
+    barrier = threading.Barrier(requests + 1)
+
+    def run(i: int) -> None:
+        barrier.wait()
+        t0 = time.perf_counter()
+        try:
+            speaker.generate(text, seed=i)
+        except Exception as exc:  # reported, not raised: the benchmark counts errors
+            errors.append(repr(exc))
+        latencies[i] = time.perf_counter() - t0
+
+    workers = [threading.Thread(target=run, args=(i,)) for i in range(requests)]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for w in workers:
+        w.join()
+    wall = time.perf_counter() - start
+    return {
+        "sequential": sequential,
+        "aggregate": audio / wall,
+        "latencies": sorted(latencies),
+        "errors": errors,
+        "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def _child(args: list[str]) -> dict[str, object]:
+    cmd = [sys.executable, __file__, "--child", *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--texts", default=",".join(TEXTS))
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        if args.child[0] == "concurrency":
+            print(json.dumps(child_concurrency(int(args.child[1]))))
+        else:
+            print(json.dumps(child_text(args.child[0], int(args.child[1]))))
+        return
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, Python "
+        f"{platform.python_version()}, {args.threads} intra-op threads, q8 BERT"
+    )
+    print()
+    print("| text | audio s | first chunk s | wall s | speed factor | prepare s | peak RSS MB |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for text_id in args.texts.split(","):
+        r = _child([text_id, str(args.threads)])
+        a, w = float(r["audio"]), float(r["wall"])  # type: ignore[arg-type]
+        print(
+            f"| {text_id} | {a:.2f} | {r['first']:.3f} | {w:.2f} | {a / w:.2f}x "
+            f"| {r['load']:.2f} | {r['rss']:.0f} |"
+        )
+    c = _child(["concurrency", str(args.threads)])
+    lat = ", ".join(f"{x:.2f}" for x in c["latencies"])  # type: ignore[attr-defined]
+    agg, seq = float(c["aggregate"]), float(c["sequential"])  # type: ignore[arg-type]
+    print()
+    print(
+        f"4 threads x medium text: aggregate {agg:.2f}x vs {seq:.2f}x one at a time "
+        f"({100 * agg / seq:.0f}%), latencies {lat} s, errors {len(c['errors'])}, "  # type: ignore[arg-type]
+        f"peak RSS {c['rss']:.0f} MB"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,258 @@
+"""The engine: :class:`TTS` owns the frontend, one backend, its BERT and the voices.
+
+Nothing here is global: two ``TTS`` objects share nothing, and the voices of
+one share its BERT, its frontend (with its user dictionary) and its compute
+gate. ``load`` only declares a voice; ``prepare`` loads everything and is
+where missing files or a wrong device show up.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any
+
+from yomiage.errors import ModelLoadError, NotPreparedError
+from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.types import SynthesisBackend
+from yomiage.sources import resolve
+from yomiage.speaker import Speaker
+from yomiage.synthesis import ComputeGate, Pipeline
+from yomiage.text.frontend import Frontend
+from yomiage.text.user_dict import UserDictionary, UserWord
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("auto", "onnx", "torch")
+BERT_PRECISIONS = ("q8", "q4", "fp32")
+WARMUP_TEXT = "こんにちは。"
+
+
+def _check_device(device: str) -> str:
+    if not isinstance(device, str) or not (
+        device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())
+    ):
+        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', not {device!r}")
+    return device
+
+
+class TTS:
+    """Text to speech with SBV2 JP-Extra voices.
+
+    ``device="cpu"`` runs converted voice bundles with ONNX Runtime (no torch);
+    ``"cuda"`` runs SBV2 folders with PyTorch. ``backend`` overrides that
+    choice ("torch" also runs on CPU). ``bert_source`` is the BERT: a BERT
+    bundle for ONNX (default: the ``bert/`` folder inside the first voice
+    bundle, where ``yomiage convert`` puts it), the DeBERTa folder for
+    PyTorch. ``threads`` sets intra-op threads (default: physical cores).
+    ``cache_dir`` is where remote sources will be cached; only local sources
+    exist so far.
+    """
+
+    def __init__(
+        self,
+        device: str = "cpu",
+        *,
+        cache_dir: Path | str | None = None,
+        bert_source: Path | str | None = None,
+        threads: int | None = None,
+        backend: str = "auto",
+        bert_precision: str = "q8",
+        user_dictionary: UserDictionary | Path | str | None = None,
+    ) -> None:
+        self.device = _check_device(device)
+        if backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
+        if backend == "auto":
+            backend = "onnx" if device == "cpu" else "torch"
+        if backend == "onnx" and device != "cpu":
+            raise ValueError("the ONNX backend runs on CPU only; use backend='torch' for CUDA")
+        if bert_precision not in BERT_PRECISIONS:
+            raise ValueError(f"bert_precision must be one of {', '.join(BERT_PRECISIONS)}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
+                                    or threads < 1):  # fmt: skip
+            raise ValueError(f"threads must be a positive integer, not {threads!r}")
+        self.backend_name = backend
+        self.bert_precision = bert_precision
+        self.threads = threads
+        self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self._bert_source = bert_source
+        self._user_dictionary = user_dictionary
+        self._declared: dict[str, str | Path] = {}
+        self._speakers: dict[str, Speaker] = {}
+        self._frontend: Frontend | None = None
+        self._pipeline: Pipeline | None = None
+        self._lock = threading.RLock()
+        self._closed = False
+
+    # -- voices ----------------------------------------------------------
+    def load(self, name: str, *, source: str | Path | None = None) -> TTS:
+        """Declare a voice called ``name`` (loaded by :meth:`prepare`; nothing is read yet)."""
+        if not isinstance(name, str) or not name.strip() or "\0" in name:
+            raise ValueError(f"a voice name must be a non-empty string, not {name!r}")
+        if source is None:
+            raise ModelLoadError(
+                f"no source given for voice {name!r}: the voice catalog is not available "
+                "yet; pass source= a converted voice bundle or SBV2 folder"
+            )
+        with self._lock:
+            self._check_open()
+            if name in self._speakers and self._declared.get(name) != source:
+                raise ValueError(f"voice {name!r} is already loaded from {self._declared[name]}")
+            self._declared[name] = source
+        return self
+
+    def prepare(self, *, warmup: bool = False, compile: bool = False) -> TTS:
+        """Load the BERT and every declared voice; raises at once if anything is missing."""
+        with self._lock:
+            self._check_open()
+            pipeline = self._ensure_pipeline()
+            for name, source in self._declared.items():
+                if name not in self._speakers:
+                    self._speakers[name] = self._add_voice(pipeline, name, resolve(source))
+            if compile:
+                if hasattr(pipeline.backend, "compile"):
+                    pipeline.backend.compile()
+                else:
+                    log.info("compile=True has no effect on the %s backend", self.backend_name)
+        if warmup:
+            for speaker in list(self._speakers.values()):
+                speaker.generate(WARMUP_TEXT, seed=0)
+        return self
+
+    @property
+    def speakers(self) -> Mapping[str, Speaker]:
+        """The prepared voices by name."""
+        with self._lock:
+            missing = [n for n in self._declared if n not in self._speakers]
+            if missing:
+                raise NotPreparedError(
+                    f"voice(s) {', '.join(missing)} declared but not loaded: call prepare() first"
+                )
+            return MappingProxyType(dict(self._speakers))
+
+    # -- user dictionary -------------------------------------------------
+    def add_word(
+        self,
+        surface: str,
+        reading: str,
+        accent: int | None = None,
+        priority: int = 5,
+        word_type: str = "proper_noun",
+    ) -> UserWord:
+        """Read ``surface`` as ``reading`` (katakana) from the next request on."""
+        return self.frontend.add_word(surface, reading, accent, priority, word_type)
+
+    def remove_word(self, surface: str) -> UserWord:
+        return self.frontend.remove_word(surface)
+
+    def words(self) -> tuple[UserWord, ...]:
+        return self.frontend.words
+
+    @property
+    def frontend(self) -> Frontend:
+        with self._lock:
+            self._check_open()
+            if self._frontend is None:
+                self._frontend = Frontend(self._user_dictionary)
+            return self._frontend
+
+    # -- lifetime ----------------------------------------------------------
+    def close(self) -> None:
+        """Drop the voices and the BERT; the object cannot be used afterwards."""
+        with self._lock:
+            self._closed = True
+            self._speakers.clear()
+            self._pipeline = None
+            if self._frontend is not None:
+                self._frontend.close()
+                self._frontend = None
+
+    def __enter__(self) -> TTS:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (
+            f"TTS(device={self.device!r}, backend={self.backend_name!r}, "
+            f"voices={list(self._declared)})"
+        )
+
+    # -- internals -----------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise NotPreparedError("this TTS was closed")
+
+    def _ensure_pipeline(self) -> Pipeline:
+        if self._pipeline is None:
+            backend = self._make_backend()
+            slots = max(1, physical_cores() // self.threads) if self.threads else 1
+            self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots))
+        return self._pipeline
+
+    def _bert_dir(self) -> Path:
+        if self._bert_source is not None:
+            return resolve(self._bert_source)
+        if self.backend_name == "onnx":
+            for source in self._declared.values():
+                candidate = resolve(source) / "bert"
+                if (candidate / "bert.json").is_file():
+                    return candidate
+        raise ModelLoadError(
+            "no BERT: pass bert_source= "
+            + (
+                "a BERT bundle (made by `yomiage convert ... --bert BERT_DIR`)"
+                if self.backend_name == "onnx"
+                else "the DeBERTa folder (ku-nlp/deberta-v2-large-japanese-char-wwm)"
+            )
+        )
+
+    def _make_backend(self) -> Any:
+        bert_dir = self._bert_dir()
+        if self.backend_name == "onnx":
+            from yomiage.runtime.onnx_backend import OnnxBackend
+
+            return OnnxBackend(bert_dir, precision=self.bert_precision, threads=self.threads)
+        try:
+            from yomiage.runtime.torch_backend import TorchBackend
+        except ImportError as exc:
+            raise ModelLoadError(
+                f"the PyTorch backend needs torch: pip install 'yomiage[torch]' ({exc})"
+            ) from exc
+        return TorchBackend(bert_dir, device=self.device, threads=self.threads)
+
+    def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
+        backend: SynthesisBackend = pipeline.backend
+        is_bundle = (folder / "voice.json").is_file()
+        if self.backend_name == "onnx" and not is_bundle:
+            hint = (
+                f"it is an SBV2 folder: convert it with `yomiage convert {folder} OUT_DIR "
+                "--bert BERT_DIR`, or use TTS(backend='torch')"
+                if (folder / "config.json").is_file()
+                else "it has neither voice.json nor config.json"
+            )
+            raise ModelLoadError(f"voice {name!r}: {folder} is not a voice bundle; {hint}")
+        if self.backend_name == "torch" and is_bundle:
+            raise ModelLoadError(
+                f"voice {name!r}: {folder} is an ONNX bundle; the PyTorch backend needs the "
+                "SBV2 folder it was converted from"
+            )
+        backend.add_voice(name, folder)  # type: ignore[attr-defined]
+        info = backend.voice_info(name)
+        return Speaker(
+            name,
+            pipeline,
+            sample_rate=info.sample_rate,
+            styles=info.styles,
+            speaker_ids=info.speakers,
+        )

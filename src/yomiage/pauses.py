@@ -1,0 +1,73 @@
+"""Silence between sentences: predicted pauses and trailing silence (spec §8.3-§8.4).
+
+The duration predictor already knows how long the model would hold a
+sentence-final ``.``, ``!`` or ``?`` when it reads the text as a whole; that
+length, not a constant, becomes the pause. Silence the previous sentence
+already ends with counts towards it, and no pause is shorter than
+:data:`MIN_PAUSE_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from yomiage.text.symbols import SYMBOL_TO_ID
+
+MIN_PAUSE_SECONDS = 0.08
+SILENCE_WINDOW_SECONDS = 0.010
+SILENCE_THRESHOLD = 0.02  # of the sentence's peak
+_BOUNDARY_IDS = frozenset(SYMBOL_TO_ID[s] for s in (".", "!", "?"))
+_BLANK_ID = SYMBOL_TO_ID["_"]
+
+
+def boundary_frames(
+    phone_ids: npt.NDArray[np.int64], durations: npt.NDArray[np.int64]
+) -> list[int]:
+    """Frames held at each sentence boundary of a whole-text reading.
+
+    A run of boundary marks separated only by blanks (``!?``) is one boundary,
+    counted at its last mark; the blanks on either side of it belong to the pause.
+    """
+    ids = [int(i) for i in phone_ids]
+    positions: list[int] = []
+    for p, i in enumerate(ids):
+        if i not in _BOUNDARY_IDS:
+            continue
+        if positions and all(x == _BLANK_ID for x in ids[positions[-1] + 1 : p]):
+            positions[-1] = p
+        else:
+            positions.append(p)
+    frames = []
+    for p in positions:
+        total = int(durations[p])
+        if p > 0 and ids[p - 1] == _BLANK_ID:
+            total += int(durations[p - 1])
+        if p + 1 < len(ids) and ids[p + 1] == _BLANK_ID:
+            total += int(durations[p + 1])
+        frames.append(total)
+    return frames
+
+
+def trailing_silence(audio: npt.NDArray[np.float32], sample_rate: int) -> float:
+    """Seconds of near-silence at the end of ``audio``, in 10 ms steps."""
+    window = max(1, int(sample_rate * SILENCE_WINDOW_SECONDS))
+    n = len(audio)
+    if n < window:
+        return 0.0
+    peak = float(np.abs(audio).max())
+    if peak == 0.0:
+        return n / sample_rate
+    threshold = SILENCE_THRESHOLD * peak
+    end = n
+    while end >= window and float(np.abs(audio[end - window : end]).max()) <= threshold:
+        end -= window
+    return (n - end) / sample_rate
+
+
+def gap_samples(predicted: float | None, trailing: float, sample_rate: int) -> int:
+    """Zeros to insert after a sentence that ends with ``trailing`` seconds of silence."""
+    target = max(MIN_PAUSE_SECONDS if predicted is None else predicted, MIN_PAUSE_SECONDS)
+    if trailing >= target:
+        return 0
+    return int(sample_rate * (target - trailing))

@@ -1,0 +1,115 @@
+"""One voice of a :class:`yomiage.TTS`: generate, stream, and their async forms.
+
+Streaming is the primitive; :meth:`Speaker.generate` collects a stream. The
+async forms run every step of inference in a worker thread and hand control
+back to the event loop between chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from yomiage.audio import Audio, AudioChunk
+from yomiage.runtime.types import SynthesisOptions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from yomiage.runtime.types import OptionFields
+    from yomiage.synthesis import Pipeline
+
+_DONE = object()
+
+
+class Speaker:
+    """A loaded voice. Safe to use from many threads and coroutines at once."""
+
+    def __init__(
+        self,
+        name: str,
+        pipeline: Pipeline,
+        *,
+        sample_rate: int,
+        styles: tuple[str, ...],
+        speaker_ids: Mapping[str, int],
+    ) -> None:
+        self.name = name
+        self.sample_rate = sample_rate
+        self.styles = styles
+        self.speaker_ids: Mapping[str, int] = MappingProxyType(dict(speaker_ids))
+        self._pipeline = pipeline
+
+    def __repr__(self) -> str:
+        return f"Speaker({self.name!r}, styles={list(self.styles)})"
+
+    def options(self, **fields: Unpack[OptionFields]) -> SynthesisOptions:
+        """Checked options for this voice; ValueError names the valid styles or speakers."""
+        options = SynthesisOptions(**fields)
+        if options.style not in self.styles:
+            raise ValueError(
+                f"unknown style {options.style!r} for voice {self.name!r}; "
+                f"styles: {', '.join(self.styles)}"
+            )
+        if options.speaker_id not in self.speaker_ids.values():
+            known = ", ".join(f"{n}={i}" for n, i in self.speaker_ids.items())
+            raise ValueError(
+                f"unknown speaker_id {options.speaker_id} for voice {self.name!r}; "
+                f"speakers: {known}"
+            )
+        return options
+
+    def stream(self, text: str, **fields: Unpack[OptionFields]) -> Iterator[AudioChunk]:
+        """Audio chunks as they are decoded; the first comes after one decoder window.
+
+        Text and options are checked before this returns. Stopping early (or
+        ``close()`` on the iterator) releases everything the stream held.
+        """
+        return self._pipeline.stream(self.name, text, self.options(**fields))
+
+    def generate(self, text: str, **fields: Unpack[OptionFields]) -> Audio:
+        """The whole text as one :class:`Audio`, sentences joined with natural pauses."""
+        return Audio.from_chunks(self.stream(text, **fields), self.sample_rate)
+
+    async def astream(self, text: str, **fields: Unpack[OptionFields]) -> AsyncIterator[AudioChunk]:
+        """:meth:`stream` for asyncio: inference runs in worker threads, one chunk at a time."""
+        loop = asyncio.get_running_loop()
+        options = self.options(**fields)
+        chunks = await loop.run_in_executor(None, self._pipeline.stream, self.name, text, options)
+        steps = _Steps(chunks)
+        try:
+            while True:
+                chunk = await loop.run_in_executor(None, steps.next)
+                if chunk is _DONE:
+                    return
+                yield chunk  # type: ignore[misc]
+        finally:
+            # Never wait here: a cancelled consumer must not block the loop.
+            # The close runs after any step still in flight.
+            loop.run_in_executor(None, steps.close)
+
+    async def agenerate(self, text: str, **fields: Unpack[OptionFields]) -> Audio:
+        """:meth:`generate` for asyncio; cancelling it stops the synthesis."""
+        chunks = [chunk async for chunk in self.astream(text, **fields)]
+        return Audio.from_chunks(chunks, self.sample_rate)
+
+
+class _Steps:
+    """A chunk iterator advanced and closed from worker threads, one thing at a time."""
+
+    def __init__(self, chunks: Iterator[AudioChunk]) -> None:
+        self._chunks = chunks
+        self._lock = threading.Lock()
+
+    def next(self) -> object:
+        with self._lock:
+            return next(self._chunks, _DONE)
+
+    def close(self) -> None:
+        with self._lock:
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()

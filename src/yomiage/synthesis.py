@@ -1,0 +1,233 @@
+"""Text to a stream of audio chunks: the one path every public call goes through.
+
+Order of work for a request, chosen so the first audio leaves early:
+
+1. split into sentences and run g2p on each (fails early on unreadable text);
+2. BERT + encoder for the first sentence alone, then its audio window by window;
+3. BERT for all remaining sentences in one batched call;
+4. the whole text once through BERT + encoder for the pauses (spec §8.3),
+   needed only before the second sentence starts;
+5. each later sentence: the pause (zeros), then its audio window by window.
+
+Every backend call holds the engine's :class:`ComputeGate` only while it runs,
+so concurrent requests interleave window by window instead of oversubscribing
+the cores. Each sentence draws its noise from its own generator derived from
+the request's seed, so a result never depends on how requests interleave.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+
+from yomiage.audio import AudioChunk
+from yomiage.errors import TextError
+from yomiage.pauses import boundary_frames, gap_samples, trailing_silence
+from yomiage.pitch import adjust_pitch, require_world
+from yomiage.runtime.types import EncodedSentence, SynthesisBackend, SynthesisOptions
+from yomiage.text.frontend import Frontend
+from yomiage.text.g2p import Phonemes
+from yomiage.timings import Timings, sentence_timings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+_PAUSE_STREAM = 2**32 - 1  # sub-seed of the whole-text pause prediction
+MAX_BERT_TOKENS = 512  # DeBERTa-v2's position range, [CLS] and [SEP] included
+
+
+class ComputeGate:
+    """At most ``slots`` backend calls at once, whoever asks.
+
+    Each call already uses every intra-op thread, so running more at a time
+    only makes threads fight for cores; waiting callers queue here instead.
+    """
+
+    def __init__(self, slots: int = 1) -> None:
+        if slots < 1:
+            raise ValueError("a compute gate needs at least one slot")
+        self._slots = threading.BoundedSemaphore(slots)
+
+    def run(self, fn: Callable[..., T], *args: Any) -> T:
+        with self._slots:
+            return fn(*args)
+
+
+def sentence_seed(seed: int, index: int) -> int:
+    """An independent 63-bit seed for sentence ``index`` of a request seeded ``seed``."""
+    state = np.random.SeedSequence([seed, index]).generate_state(2, np.uint32)
+    return (int(state[0]) << 31) ^ int(state[1])
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    phonemes: Phonemes
+    seed: int
+
+
+class Pipeline:
+    """Runs requests for the voices of one backend; shared by all threads of an engine."""
+
+    def __init__(self, backend: SynthesisBackend, frontend: Frontend, gate: ComputeGate) -> None:
+        self.backend = backend
+        self.frontend = frontend
+        self.gate = gate
+
+    def sentences(self, text: str) -> list[Phonemes]:
+        """The text's sentences through g2p (spec §8.1); TextError if nothing is readable."""
+        if not isinstance(text, str):
+            raise TextError(f"text must be a string, not {type(text).__name__}")
+        parts = [s.strip() for s in self.frontend.split_sentences(text)]
+        parts = [s for s in parts if s]
+        if not parts:
+            raise TextError("the text is empty")
+        out = []
+        for part in parts:
+            try:
+                out.append(self.frontend.g2p(part))
+            except TextError:
+                if len(parts) == 1:
+                    raise
+                log.debug("skipping unreadable sentence %r", part)
+        if not out:
+            raise TextError(f"nothing readable in the text: {text[:80]!r}")
+        return out
+
+    def stream(self, voice: str, text: str, options: SynthesisOptions) -> Iterator[AudioChunk]:
+        """Chunks of ``text`` read by ``voice``; validates everything before the first."""
+        if options.changes_pitch:
+            require_world()
+        phonemes = self.sentences(text)
+        seed = options.seed
+        if seed is None:
+            seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
+        sentences = [_Sentence(p, sentence_seed(seed, i)) for i, p in enumerate(phonemes)]
+        # Encode the first sentence here, so that bad options fail at the call.
+        first = self._encode(voice, sentences[:1], options)[0]
+        return self._chunks(voice, text, sentences, first, options, seed)
+
+    def _encode(
+        self, voice: str, sentences: Sequence[_Sentence], options: SynthesisOptions
+    ) -> list[tuple[EncodedSentence, Any]]:
+        phonemes = [s.phonemes for s in sentences]
+        features = self.gate.run(self.backend.bert_features, phonemes)
+        out = []
+        for sentence, feature in zip(sentences, features, strict=True):
+            rng = self.backend.new_rng(sentence.seed)
+            [encoded] = self.gate.run(
+                self.backend.encode_features, voice, [sentence.phonemes], [feature], options, rng
+            )
+            out.append((encoded, rng))
+        return out
+
+    def _chunks(
+        self,
+        voice: str,
+        text: str,
+        sentences: list[_Sentence],
+        first: tuple[EncodedSentence, Any],
+        options: SynthesisOptions,
+        seed: int,
+    ) -> Iterator[AudioChunk]:
+        sr = self.backend.sample_rate(voice)
+        hop = self.backend.hop_length(voice)
+        offset = 0
+        pending: Iterator[tuple[EncodedSentence, Any]] = iter([first])
+        pauses: list[float | None] = []
+        previous: npt.NDArray[np.float32] | None = None
+        for index in range(len(sentences)):
+            if index == 1:
+                pending = iter(self._encode(voice, sentences[1:], options))
+                pauses = self._pauses(voice, text, len(sentences), options, seed, sr, hop)
+            encoded, rng = next(pending)
+            gap = 0
+            if previous is not None:
+                predicted = pauses[index - 1] if index - 1 < len(pauses) else None
+                gap = gap_samples(predicted, trailing_silence(previous, sr), sr)
+            timings = sentence_timings(
+                encoded.phonemes,
+                encoded.inputs,
+                encoded.durations,
+                hop_length=hop,
+                sample_rate=sr,
+                offset=offset + gap,
+            )
+            pieces: list[npt.NDArray[np.float32]] = []
+            for piece in self._decode(voice, encoded, options, rng, sr):
+                if not pieces:
+                    piece_out = np.concatenate([np.zeros(gap, np.float32), piece]) if gap else piece
+                    chunk = AudioChunk(piece_out, sr, offset, index, timings)
+                else:
+                    chunk = AudioChunk(piece, sr, offset, index, Timings())
+                pieces.append(piece)
+                offset += len(chunk.samples)
+                yield chunk
+            previous = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
+
+    def _decode(
+        self,
+        voice: str,
+        encoded: EncodedSentence,
+        options: SynthesisOptions,
+        rng: Any,
+        sample_rate: int,
+    ) -> Iterator[npt.NDArray[np.float32]]:
+        windows = self.backend.decode_windows(voice, encoded, options, rng)
+        try:
+            if options.changes_pitch:
+                whole = np.concatenate(list(self._gated(windows)))
+                yield self.gate.run(
+                    lambda: adjust_pitch(
+                        whole,
+                        sample_rate,
+                        pitch_scale=options.pitch_scale,
+                        intonation_scale=options.intonation_scale,
+                    )
+                )
+            else:
+                yield from self._gated(windows)
+        finally:
+            close = getattr(windows, "close", None)
+            if close is not None:
+                close()
+
+    def _gated(self, windows: Iterator[T]) -> Iterator[T]:
+        done = object()
+        while True:
+            piece = self.gate.run(next, windows, done)
+            if piece is done:
+                return
+            yield piece
+
+    def _pauses(
+        self,
+        voice: str,
+        text: str,
+        n_sentences: int,
+        options: SynthesisOptions,
+        seed: int,
+        sample_rate: int,
+        hop: int,
+    ) -> list[float | None]:
+        """Predicted pause (s) after each sentence but the last, from one whole-text reading.
+
+        Texts too long for one g2p or BERT pass get no prediction (the floor
+        of :data:`yomiage.pauses.MIN_PAUSE_SECONDS` applies).
+        """
+        try:
+            whole = self.frontend.g2p(text)
+        except TextError as exc:
+            log.debug("no pause prediction for this text: %s", exc)
+            return []
+        if len(whole.bert_text) + 2 > MAX_BERT_TOKENS:
+            log.debug("no pause prediction: %d characters exceed BERT's range", len(text))
+            return []
+        reading = _Sentence(whole, sentence_seed(seed, _PAUSE_STREAM))
+        [(encoded, _)] = self._encode(voice, [reading], options)
+        frames = boundary_frames(encoded.inputs.phone_ids, encoded.durations)
+        return [f * hop / sample_rate for f in frames[: n_sentences - 1]]

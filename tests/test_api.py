@@ -1,0 +1,302 @@
+"""The public API (TTS, Speaker, Audio) on the tiny fixture voice, against cases/api.*."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import FIXTURES
+from yomiage import TTS, Audio, SynthesisOptions
+from yomiage.errors import ModelLoadError, NotPreparedError, TextError
+from yomiage.runtime.types import OptionFields
+
+TINY = FIXTURES / "sbv2_tiny"
+
+
+def _api() -> dict[str, Any]:
+    return json.loads((TINY / "cases" / "api.json").read_text("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def tts(tiny_bundle: Path) -> Iterator[TTS]:
+    """Two names for the fixture voice (the concurrency test needs two voices)."""
+    engine = TTS(bert_precision="fp32", threads=2)
+    engine.load("tiny", source=tiny_bundle).load("tiny2", source=f"file://{tiny_bundle}")
+    yield engine.prepare()
+    engine.close()
+
+
+def test_generate_matches_reference(tts: TTS) -> None:
+    api = _api()
+    reference = np.load(TINY / "cases" / "api.npz")["pcm_generate"]
+    audio = tts.speakers["tiny"].generate(api["text"], **api["params"])
+    assert len(audio.samples) == api["generate_samples"]
+    pcm = audio.to_int16()
+    assert int(np.abs(pcm.astype(np.int32) - reference.astype(np.int32)).max()) <= 2
+    got = [(s.text, s.start, s.end - s.start) for s in audio.timings.phonemes]
+    assert len(got) == len(api["timings"])
+    for (text, start, duration), (ref_text, ref_start, ref_duration) in zip(
+        got, api["timings"], strict=True
+    ):
+        assert text == ref_text
+        assert start == pytest.approx(ref_start, abs=1e-9)
+        assert duration == pytest.approx(ref_duration, abs=1e-9)
+
+
+def test_sentences_and_gaps_match_reference(tts: TTS) -> None:
+    api = _api()
+    speaker = tts.speakers["tiny"]
+    chunks = list(speaker.stream(api["text"], **api["params"]))
+    per_sentence: dict[int, int] = {}
+    for chunk in chunks:
+        per_sentence[chunk.sentence] = per_sentence.get(chunk.sentence, 0) + len(chunk.samples)
+    # Each sentence's chunks hold its pause (zeros first) and then its audio.
+    expected = [api["sentence_samples"][0]] + [
+        gap + n for gap, n in zip(api["gap_samples"], api["sentence_samples"][1:], strict=True)
+    ]
+    assert list(per_sentence.values()) == expected == api["stream_chunk_lengths"]
+    for sentence, gap in enumerate(api["gap_samples"], start=1):
+        first = next(c for c in chunks if c.sentence == sentence)
+        assert not first.samples[:gap].any()
+        assert first.timings.phonemes[0].start * 44100 == pytest.approx(first.offset + gap)
+
+
+def test_stream_equals_generate_and_starts_early(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+    text = "今日はいい天気ですね。散歩に行きましょう！"
+    chunks = list(speaker.stream(text, seed=3))
+    whole = speaker.generate(text, seed=3)
+    np.testing.assert_array_equal(np.concatenate([c.samples for c in chunks]), whole.samples)
+    sentence_one = sum(len(c.samples) for c in chunks if c.sentence == 0)
+    assert len(chunks[0].samples) < sentence_one  # the first window, not the first sentence
+    assert [c.offset for c in chunks] == list(
+        np.cumsum([0] + [len(c.samples) for c in chunks])[:-1]
+    )
+
+
+def test_seed_reproduces_and_differs(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+    a = speaker.generate("こんにちは。元気ですか？", seed=1)
+    b = speaker.generate("こんにちは。元気ですか？", seed=1)
+    c = speaker.generate("こんにちは。元気ですか？", seed=2)
+    np.testing.assert_array_equal(a.samples, b.samples)
+    assert len(a.samples) != len(c.samples) or not np.array_equal(a.samples, c.samples)
+
+
+def test_options_are_checked_with_names(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+    assert speaker.styles == ("Neutral", "Happy", "Sad")
+    assert dict(speaker.speaker_ids) == {"spk_a": 0, "spk_b": 1}
+    with pytest.raises(ValueError, match="Neutral, Happy, Sad"):
+        speaker.generate("こんにちは。", style="Angry")
+    with pytest.raises(ValueError, match="spk_a=0, spk_b=1"):
+        speaker.generate("こんにちは。", speaker_id=5)
+    with pytest.raises(ValueError, match="speed"):
+        speaker.generate("こんにちは。", speed=0)
+    with pytest.raises(TypeError):
+        speaker.generate("こんにちは。", volume=2)  # type: ignore[call-arg]
+    for bad in ("", "   ", "😀😀", "\n\n"):
+        with pytest.raises(TextError):
+            speaker.generate(bad)
+    with pytest.raises(KeyError):
+        tts.speakers["nobody"]
+
+
+def test_option_fields_match_the_dataclass() -> None:
+    assert set(OptionFields.__annotations__) == set(SynthesisOptions.__dataclass_fields__)
+
+
+def test_concurrent_generate_equals_alone(tts: TTS) -> None:
+    texts = ["こんにちは。", "今日はいい天気ですね！散歩に行こう。", "それで、お茶を飲んだ。"]
+    jobs = [
+        (("tiny", "tiny2")[i % 2], texts[i % 3], {"seed": i, "style": ("Neutral", "Happy")[i % 2]})
+        for i in range(16)
+    ]
+    alone = [tts.speakers[v].generate(t, **o).samples for v, t, o in jobs]
+    start = threading.Barrier(16)
+
+    def run(job: tuple[str, str, dict[str, Any]]) -> np.ndarray:
+        voice, text, options = job
+        start.wait()
+        return tts.speakers[voice].generate(text, **options).samples
+
+    with ThreadPoolExecutor(16) as pool:
+        together = list(pool.map(run, jobs))
+    for a, b in zip(alone, together, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_abandoned_stream_releases_the_gate(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+    stream = speaker.stream("今日はいい天気ですね。散歩に行きましょう。", seed=0)
+    next(stream)
+    stream.close()  # type: ignore[attr-defined]
+    del stream
+    gate = tts._pipeline.gate._slots  # type: ignore[union-attr]
+    assert gate.acquire(blocking=False)
+    gate.release()
+    assert len(speaker.generate("はい。").samples) > 0
+
+
+def test_astream_does_not_block_the_loop(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+    text = "今日はいい天気ですね。散歩に行きましょう。"
+
+    async def main() -> tuple[list[int], int, Audio]:
+        ticks = 0
+        seen: list[int] = []
+
+        async def ticker() -> None:
+            nonlocal ticks
+            while True:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        task = asyncio.create_task(ticker())
+        async for _chunk in speaker.astream(text, seed=4):
+            seen.append(ticks)
+        audio = await speaker.agenerate(text, seed=4)
+        task.cancel()
+        return seen, ticks, audio
+
+    seen, _ticks, audio = asyncio.run(main())
+    assert len(seen) > 2 and seen[-1] > seen[0]  # the loop ran while chunks were made
+    np.testing.assert_array_equal(audio.samples, speaker.generate(text, seed=4).samples)
+
+
+def test_cancelled_astream_releases_everything(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+
+    async def main() -> None:
+        async def consume() -> None:
+            async for _ in speaker.astream("今日はいい天気ですね。散歩に行きましょう。"):
+                await asyncio.sleep(3600)
+
+        task = asyncio.create_task(consume())
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert len(speaker.generate("はい。").samples) > 0  # nothing left holding the gate
+
+
+def test_words_and_timings_cover_the_audio(tts: TTS) -> None:
+    audio = tts.speakers["tiny"].generate("東京タワーに行きました。", seed=0)
+    words = [w.text for w in audio.timings.words]
+    assert "".join(words).startswith("東京タワー")
+    assert audio.timings.phonemes[-1].end == pytest.approx(audio.duration)
+    starts = [w.start for w in audio.timings.words]
+    assert starts == sorted(starts)
+
+
+def test_user_dictionary_is_per_instance(tts: TTS, tiny_bundle: Path, tmp_path: Path) -> None:
+    other = TTS(user_dictionary=tmp_path / "other.json").load("tiny", source=tiny_bundle)
+    try:
+        tts.add_word("燦燦堂", "サンサンドウ", accent=0)
+        assert [w.surface for w in tts.words()] == ["燦燦堂"]
+        assert other.words() == ()
+        tts.remove_word("燦燦堂")
+    finally:
+        other.close()
+
+
+def test_pitch_matches_reference() -> None:
+    pytest.importorskip("pyworld")
+    from yomiage.pitch import adjust_pitch
+
+    arrays = np.load(TINY / "cases" / "api.npz")
+    out = adjust_pitch(arrays["pitch_input"], 44100, pitch_scale=1.2, intonation_scale=0.8)
+    assert out.shape == arrays["pitch_output"].shape
+    assert float(np.abs(out - arrays["pitch_output"]).max()) <= 1e-4
+
+
+def test_pitch_options_change_the_audio(tts: TTS) -> None:
+    pytest.importorskip("pyworld")
+    speaker = tts.speakers["tiny"]
+    plain = speaker.generate("こんにちは。", seed=0)
+    same = speaker.generate("こんにちは。", seed=0, pitch_scale=1.0, intonation_scale=1.0)
+    np.testing.assert_array_equal(plain.samples, same.samples)
+    higher = speaker.generate("こんにちは。", seed=0, pitch_scale=1.3)
+    assert not np.array_equal(
+        plain.samples[: len(higher.samples)], higher.samples[: len(plain.samples)]
+    )
+
+
+def test_pitch_without_pyworld_is_a_clear_error(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from yomiage.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "pyworld", None)
+    with pytest.raises(MissingExtraError, match=r"yomiage\[pitch\]"):
+        tts.speakers["tiny"].generate("こんにちは。", pitch_scale=1.2)
+
+
+def test_engine_errors(tiny_bundle: Path, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="device"):
+        TTS(device="tpu")
+    with pytest.raises(ValueError, match="CPU only"):
+        TTS(device="cuda", backend="onnx")
+    with pytest.raises(ModelLoadError, match="source"):
+        TTS().load("jvnv-F1-jp")
+    with pytest.raises(ModelLoadError, match="no such folder"):
+        TTS().load("x", source=tmp_path / "missing").prepare()
+    with pytest.raises(ModelLoadError, match="not supported yet"):
+        TTS().load("x", source="hf://owner/repo").prepare()
+    sbv2 = TINY / "model"
+    with pytest.raises(ModelLoadError, match="yomiage convert"):
+        TTS(bert_source=tiny_bundle / "bert").load("x", source=sbv2).prepare()
+    with pytest.raises(ModelLoadError, match="no BERT"):
+        TTS().load("x", source=sbv2).prepare()
+    declared = TTS().load("tiny", source=tiny_bundle)
+    with pytest.raises(NotPreparedError, match="prepare"):
+        declared.speakers  # noqa: B018
+    with TTS(bert_precision="fp32").load("tiny", source=tiny_bundle).prepare() as engine:
+        assert list(engine.speakers) == ["tiny"]
+    with pytest.raises(NotPreparedError, match="closed"):
+        engine.prepare()
+
+
+def test_torch_backend_through_the_same_pipeline(frontend: Any) -> None:
+    """The PyTorch backend gives the same sentences, gaps and timings."""
+    pytest.importorskip("torch")
+    from yomiage.runtime.torch_backend import TorchBackend
+    from yomiage.synthesis import ComputeGate, Pipeline
+
+    api = _api()
+    backend = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
+    backend.add_voice("tiny", TINY / "model")
+    pipeline = Pipeline(backend, frontend, ComputeGate())
+    options = SynthesisOptions(**api["params"])
+    audio = Audio.from_chunks(pipeline.stream("tiny", api["text"], options), 44100)
+    reference = np.load(TINY / "cases" / "api.npz")["pcm_generate"]
+    assert len(audio.samples) == api["generate_samples"]
+    diff = audio.to_int16().astype(np.int32) - reference.astype(np.int32)
+    assert int(np.abs(diff).max()) <= 2
+
+
+def test_public_api_never_imports_torch(tiny_bundle: Path, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from yomiage import TTS\n"
+        f"with TTS().load('tiny', source={str(tiny_bundle)!r}).prepare(warmup=True) as tts:\n"
+        "    audio = tts.speakers['tiny'].generate('こんにちは。元気？', seed=0)\n"
+        f"    audio.save({str(tmp_path / 'a.wav')!r})\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    assert (tmp_path / "a.wav").stat().st_size > 44
