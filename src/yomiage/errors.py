@@ -41,3 +41,47 @@ class AudioFormatError(YomiageError, ValueError):
 
 class NotPreparedError(YomiageError, RuntimeError):
     """A voice was used before ``TTS.prepare()`` loaded it."""
+
+
+class SourceError(ModelLoadError):
+    """A voice or BERT source (``hf://``, ``s3://``, ``file://``, a path) cannot be used.
+
+    Derives from :class:`ModelLoadError` so code that catches load failures
+    also catches source failures. ``source`` is the source as the user wrote it.
+    """
+
+    def __init__(self, message: str, *, source: str = "") -> None:
+        super().__init__(message)
+        self.source = source
+
+
+class InvalidSourceError(SourceError, ValueError):
+    """A source string or a file name in it is malformed or unsafe (``..``, NUL, absolute)."""
+
+
+class UnknownVoiceError(SourceError, LookupError):
+    """A voice name that is not in the catalog; the message lists the known names."""
+
+
+class SourceNotFoundError(SourceError):
+    """The repository, revision, bucket, prefix or file does not exist (HTTP 404, no objects)."""
+
+
+class SourceAuthError(SourceError):
+    """The source refused access (HTTP 401/403, S3 AccessDenied); says which token to set."""
+
+
+class SourceNetworkError(SourceError):
+    """The source could not be reached or the transfer broke off; a later run resumes it."""
+
+
+class OfflineError(SourceError):
+    """Offline mode, and the cache lacks what is needed; ``command`` would fetch it."""
+
+    def __init__(self, message: str, *, source: str = "", command: str = "") -> None:
+        super().__init__(message, source=source)
+        self.command = command
+
+
+class CacheError(SourceError):
+    """The cache cannot be written (disk full, read-only, permissions) or a download is corrupt."""
