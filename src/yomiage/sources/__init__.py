@@ -184,6 +184,7 @@ def resolve_name(
     source again to get its folder. Anything that is not a catalog name is
     treated as a source.
     """
+    _check_name(name_or_source)
     if isinstance(name_or_source, str) and name_or_source in names():
         entry = lookup(name_or_source)
         paths = [
@@ -199,6 +200,19 @@ def resolve_name(
         ]
         return paths[0]
     return resolve(name_or_source, cache_dir=cache_dir, offline=offline, token=token)
+
+
+def _check_name(item: str | Path) -> None:
+    """A bare word that is neither a catalog name nor a folder is a mistyped name."""
+    if (
+        isinstance(item, str)
+        and item not in names()
+        and "/" not in item
+        and os.sep not in item
+        and ":" not in item
+        and not Path(item).expanduser().is_dir()
+    ):
+        lookup(item)  # raises UnknownVoiceError listing the known names
 
 
 def download(
@@ -224,6 +238,7 @@ def download(
             entry = lookup(item)
             wanted += [(s, entry.name) for s in entry.sources(format)]
         else:
+            _check_name(item)
             wanted.append((item, None))
     if bert:
         wanted += [(s, BERT.name) for s in BERT.sources(format)]
