@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -251,13 +252,15 @@ def test_engine_errors(tiny_bundle: Path, tmp_path: Path) -> None:
         TTS().load("jvnv-F1-jp")
     with pytest.raises(ModelLoadError, match="no such folder"):
         TTS().load("x", source=tmp_path / "missing").prepare()
-    with pytest.raises(ModelLoadError, match="not supported yet"):
-        TTS().load("x", source="hf://owner/repo").prepare()
     sbv2 = TINY / "model"
     with pytest.raises(ModelLoadError, match="yomiage convert"):
         TTS(bert_source=tiny_bundle / "bert").load("x", source=sbv2).prepare()
+    lone = tmp_path / "lone"
+    shutil.copytree(tiny_bundle, lone, ignore=shutil.ignore_patterns("bert"))
     with pytest.raises(ModelLoadError, match="no BERT"):
-        TTS().load("x", source=sbv2).prepare()
+        TTS().load("x", source=lone).prepare()
+    with pytest.raises(ModelLoadError, match="not a voice"):
+        TTS(bert_source=tiny_bundle / "bert").load("x", source=tmp_path).prepare()
     declared = TTS().load("tiny", source=tiny_bundle)
     with pytest.raises(NotPreparedError, match="prepare"):
         declared.speakers  # noqa: B018

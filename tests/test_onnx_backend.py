@@ -16,6 +16,7 @@ from yomiage.errors import ModelLoadError
 from yomiage.runtime import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.runtime.onnx_voice import Windowing
 from yomiage.text import Frontend
 
 TINY = FIXTURES / "sbv2_tiny"
@@ -82,12 +83,12 @@ def test_windowed_decoding_equals_whole(
     z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
     z = voice.flow.run(None, {"z_p": z_p, "g": g})[0]
     whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
-    saved = backend.window_frames, backend.first_window_frames
-    backend.window_frames = backend.first_window_frames = window
+    saved = backend.windowing
+    backend.windowing = Windowing(window, window)
     try:
         pieces = list(backend.decode_windows("tiny", encoded, options, backend.new_rng(5)))
     finally:
-        backend.window_frames, backend.first_window_frames = saved
+        backend.windowing = saved
     assert len(pieces) == -(-z.shape[2] // window)
     stitched = np.concatenate(pieces)
     assert stitched.shape == whole.shape
@@ -233,9 +234,9 @@ def test_first_window_is_short_so_audio_starts_early(
     [encoded] = backend.encode(
         "tiny", [frontend.g2p("駅前の小さな喫茶店で古い友人と会った。")], options, rng
     )
-    assert encoded.n_frames > backend.window_frames
+    assert encoded.n_frames > backend.windowing.window_frames
     pieces = list(backend.decode_windows("tiny", encoded, options, rng))
     hop = backend.hop_length("tiny")
-    assert len(pieces[0]) == backend.first_window_frames * hop
-    assert all(len(p) == backend.window_frames * hop for p in pieces[1:-1])
+    assert len(pieces[0]) == backend.windowing.first_window_frames * hop
+    assert all(len(p) == backend.windowing.window_frames * hop for p in pieces[1:-1])
     assert sum(map(len, pieces)) == encoded.n_frames * hop

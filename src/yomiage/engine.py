@@ -17,6 +17,7 @@ from typing import Any
 
 from yomiage.errors import ModelLoadError, NotPreparedError
 from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.types import SynthesisBackend
 from yomiage.sources import resolve
 from yomiage.speaker import Speaker
@@ -29,6 +30,19 @@ log = logging.getLogger(__name__)
 BACKENDS = ("auto", "onnx", "torch")
 BERT_PRECISIONS = ("q8", "q4", "fp32")
 WARMUP_TEXT = "こんにちは。"
+
+
+def _bert_beside(voice: Path) -> tuple[Path, Path | None] | None:
+    """The BERT that ships with a voice: ``bert/`` in a yomiage bundle (where
+    ``yomiage convert`` puts it), or HayaKoe's ``onnx/bert/q8`` with
+    ``bert/tokenizer`` when the voice is ``onnx/speakers/<name>``."""
+    if (voice / "bert" / "bert.json").is_file():
+        return voice / "bert", None
+    root = voice.parent.parent.parent
+    if voice.parent.name == "speakers" and (root / "onnx" / "bert" / "q8").is_dir():
+        tokenizer = root / "bert" / "tokenizer"
+        return root / "onnx" / "bert" / "q8", tokenizer if tokenizer.is_dir() else None
+    return None
 
 
 def _check_device(device: str) -> str:
@@ -109,10 +123,15 @@ class TTS:
         """Load the BERT and every declared voice; raises at once if anything is missing."""
         with self._lock:
             self._check_open()
+            # Check every folder before loading anything (BERT loading takes seconds).
+            folders = {
+                name: self._checked_folder(name, resolve(source))
+                for name, source in self._declared.items()
+                if name not in self._speakers
+            }
             pipeline = self._ensure_pipeline()
-            for name, source in self._declared.items():
-                if name not in self._speakers:
-                    self._speakers[name] = self._add_voice(pipeline, name, resolve(source))
+            for name, folder in folders.items():
+                self._speakers[name] = self._add_voice(pipeline, name, folder)
             if compile:
                 if hasattr(pipeline.backend, "compile"):
                     pipeline.backend.compile()
@@ -200,14 +219,15 @@ class TTS:
             self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots))
         return self._pipeline
 
-    def _bert_dir(self) -> Path:
+    def _bert_dirs(self) -> tuple[Path, Path | None]:
+        """The BERT folder and, when apart from it, its tokenizer folder."""
         if self._bert_source is not None:
-            return resolve(self._bert_source)
+            return resolve(self._bert_source), None
         if self.backend_name == "onnx":
             for source in self._declared.values():
-                candidate = resolve(source) / "bert"
-                if (candidate / "bert.json").is_file():
-                    return candidate
+                found = _bert_beside(resolve(source))
+                if found is not None:
+                    return found
         raise ModelLoadError(
             "no BERT: pass bert_source= "
             + (
@@ -218,11 +238,16 @@ class TTS:
         )
 
     def _make_backend(self) -> Any:
-        bert_dir = self._bert_dir()
+        bert_dir, tokenizer_dir = self._bert_dirs()
         if self.backend_name == "onnx":
             from yomiage.runtime.onnx_backend import OnnxBackend
 
-            return OnnxBackend(bert_dir, precision=self.bert_precision, threads=self.threads)
+            return OnnxBackend(
+                bert_dir,
+                precision=self.bert_precision,
+                threads=self.threads,
+                tokenizer_dir=tokenizer_dir,
+            )
         try:
             from yomiage.runtime.torch_backend import TorchBackend
         except ImportError as exc:
@@ -231,22 +256,27 @@ class TTS:
             ) from exc
         return TorchBackend(bert_dir, device=self.device, threads=self.threads)
 
+    def _checked_folder(self, name: str, folder: Path) -> Path:
+        layout = detect_layout(folder)
+        if layout is None:
+            raise ModelLoadError(
+                f"voice {name!r}: {folder} is not a voice (no voice.json, or config.json with "
+                "synthesizer.onnx or a .safetensors file)"
+            )
+        if self.backend_name == "onnx" and layout is VoiceLayout.SBV2:
+            raise ModelLoadError(
+                f"voice {name!r}: {folder} is an SBV2 folder; convert it with `yomiage convert "
+                f"{folder} OUT_DIR --bert BERT_DIR`, or use TTS(backend='torch')"
+            )
+        if self.backend_name == "torch" and layout is not VoiceLayout.SBV2:
+            raise ModelLoadError(
+                f"voice {name!r}: {folder} is a {layout.value}; the PyTorch backend needs the "
+                "SBV2 folder (config.json + .safetensors)"
+            )
+        return folder
+
     def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
         backend: SynthesisBackend = pipeline.backend
-        is_bundle = (folder / "voice.json").is_file()
-        if self.backend_name == "onnx" and not is_bundle:
-            hint = (
-                f"it is an SBV2 folder: convert it with `yomiage convert {folder} OUT_DIR "
-                "--bert BERT_DIR`, or use TTS(backend='torch')"
-                if (folder / "config.json").is_file()
-                else "it has neither voice.json nor config.json"
-            )
-            raise ModelLoadError(f"voice {name!r}: {folder} is not a voice bundle; {hint}")
-        if self.backend_name == "torch" and is_bundle:
-            raise ModelLoadError(
-                f"voice {name!r}: {folder} is an ONNX bundle; the PyTorch backend needs the "
-                "SBV2 folder it was converted from"
-            )
         backend.add_voice(name, folder)  # type: ignore[attr-defined]
         info = backend.voice_info(name)
         return Speaker(

@@ -33,6 +33,7 @@ from yomiage.pitch import adjust_pitch, require_world
 from yomiage.runtime.types import EncodedSentence, SynthesisBackend, SynthesisOptions
 from yomiage.text.frontend import Frontend
 from yomiage.text.g2p import Phonemes
+from yomiage.text.symbols import to_model_inputs
 from yomiage.timings import Timings, sentence_timings
 
 log = logging.getLogger(__name__)
@@ -227,7 +228,14 @@ class Pipeline:
         if len(whole.bert_text) + 2 > MAX_BERT_TOKENS:
             log.debug("no pause prediction: %d characters exceed BERT's range", len(text))
             return []
-        reading = _Sentence(whole, sentence_seed(seed, _PAUSE_STREAM))
-        [(encoded, _)] = self._encode(voice, [reading], options)
-        frames = boundary_frames(encoded.inputs.phone_ids, encoded.durations)
+        [features] = self.gate.run(self.backend.bert_features, [whole])
+        rng = self.backend.new_rng(sentence_seed(seed, _PAUSE_STREAM))
+        durations = self.gate.run(
+            self.backend.predict_durations, voice, whole, features, options, rng
+        )
+        if durations is None:
+            return []
+        add_blank = self.backend.voice_info(voice).add_blank
+        inputs = to_model_inputs(whole.phones, whole.tones, whole.word2ph, add_blank=add_blank)
+        frames = boundary_frames(inputs.phone_ids, durations)
         return [f * hop / sample_rate for f in frames[: n_sentences - 1]]

@@ -71,7 +71,7 @@ class TorchBackend:
 
     def voice_info(self, voice: str) -> VoiceInfo:
         c = self.voice(voice).config
-        return VoiceInfo(c.sampling_rate, tuple(c.style2id), dict(c.spk2id))
+        return VoiceInfo(c.sampling_rate, tuple(c.style2id), dict(c.spk2id), c.add_blank)
 
     def sample_rate(self, voice: str) -> int:
         return self.voice(voice).config.sampling_rate
@@ -140,6 +140,17 @@ class TorchBackend:
                 durations = encoded.durations[0, 0].to("cpu", torch.int64).numpy()
                 out.append(EncodedSentence(phonemes, inputs, durations, encoded))
         return out
+
+    def predict_durations(
+        self,
+        voice: str,
+        phonemes: Phonemes,
+        features: torch.Tensor,
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> npt.NDArray[np.int64]:
+        """Token durations without audio (the encoder alone; for pauses)."""
+        return self.encode_features(voice, [phonemes], [features], options, rng)[0].durations
 
     def decode(
         self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any

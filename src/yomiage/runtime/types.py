@@ -120,6 +120,7 @@ class VoiceInfo:
     sample_rate: int
     styles: tuple[str, ...]
     speakers: Mapping[str, int]
+    add_blank: bool = True
 
 
 class SynthesisBackend(Protocol):
@@ -156,6 +157,17 @@ class SynthesisBackend(Protocol):
         rng: Any,
     ) -> list[EncodedSentence]:
         """:meth:`encode` with the BERT features already computed."""
+        ...
+
+    def predict_durations(
+        self,
+        voice: str,
+        phonemes: Phonemes,
+        features: Any,
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> npt.NDArray[np.int64] | None:
+        """Frames per token of ``phonemes`` without making audio; None if unknown."""
         ...
 
     def decode_windows(

@@ -1,0 +1,119 @@
+"""Voices in the layout HayaKoe publishes: one whole-utterance ONNX synthesizer.
+
+``onnx/speakers/<name>/`` holds ``config.json``, ``style_vectors.npy``,
+``synthesizer.onnx`` (spec §9.1) and, in newer exports,
+``duration_predictor.onnx`` (§9.2). The synthesizer draws its noise inside
+the graph, so ``seed`` cannot make these voices reproducible, and it makes a
+sentence's audio in one piece: streaming starts per sentence, not per window.
+Durations come from the synthesizer's second output when it has one, else
+from the duration predictor (equal when noise is off); pauses need the
+duration predictor and fall back to the floor without it (as the reference).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from yomiage.errors import ModelLoadError
+from yomiage.runtime.layouts import DURATION_PREDICTOR, SYNTHESIZER
+from yomiage.runtime.onnx_session import input_names, load_session
+from yomiage.runtime.onnx_voice import SentenceFeeds, Windowing
+from yomiage.runtime.types import SynthesisOptions, VoiceInfo
+from yomiage.sbv2.config import load_config
+from yomiage.sbv2.styles import StyleTable, load_styles
+
+
+class HayakoeVoice:
+    """A HayaKoe ONNX speaker folder."""
+
+    def __init__(self, folder: Path, options: ort.SessionOptions) -> None:
+        config = load_config(folder / "config.json")
+        self.info = VoiceInfo(
+            config.sampling_rate, tuple(config.style2id), dict(config.spk2id), config.add_blank
+        )
+        self.hop_length = config.hop_length
+        self.add_blank = config.add_blank
+        self.n_speakers = config.n_speakers
+        self.styles: StyleTable = load_styles(folder / "style_vectors.npy", config.style2id)
+        self.synthesizer = load_session(folder / SYNTHESIZER, options)
+        self._inputs = input_names(self.synthesizer)
+        required = {"x", "x_lengths", "sid", "tone", "language", "bert", "style_vec"}
+        if not required <= self._inputs:
+            raise ModelLoadError(
+                f"{folder / SYNTHESIZER}: inputs {sorted(self._inputs)} lack "
+                f"{sorted(required - self._inputs)} (not a HayaKoe/SBV2 synthesizer export)"
+            )
+        bert_shape = next(i.shape for i in self.synthesizer.get_inputs() if i.name == "bert")
+        if not isinstance(bert_shape[1], int):
+            raise ModelLoadError(f"{folder / SYNTHESIZER}: the bert input has no fixed width")
+        self.bert_dim = bert_shape[1]
+        self._outputs = [o.name for o in self.synthesizer.get_outputs()]
+        dp_path = folder / DURATION_PREDICTOR
+        self.duration_predictor = load_session(dp_path, options) if dp_path.is_file() else None
+        if "durations" not in self._outputs and self.duration_predictor is None:
+            raise ModelLoadError(
+                f"{folder}: the synthesizer has no durations output and there is no "
+                f"{DURATION_PREDICTOR}; timings cannot be known"
+            )
+
+    def _feeds(self, x: SentenceFeeds, options: SynthesisOptions) -> dict[str, Any]:
+        t = x.inputs.length
+        scalar = {
+            "noise_scale": options.noise,
+            "length_scale": options.speed,
+            "noise_scale_w": options.noise_w,
+            "sdp_ratio": options.sdp_ratio,
+        }
+        feeds: dict[str, Any] = {
+            "x": x.inputs.phone_ids[None],
+            "x_lengths": np.array([t], dtype=np.int64),
+            "sid": np.array([x.speaker_id], dtype=np.int64),
+            "tone": x.inputs.tone_ids[None],
+            "language": x.inputs.language_ids[None],
+            "bert": x.bert,
+            "style_vec": x.style,
+        }
+        feeds.update({k: np.array([v], dtype=np.float32) for k, v in scalar.items()})
+        return feeds
+
+    def _run(self, session: ort.InferenceSession, feeds: dict[str, Any]) -> list[Any]:
+        names = input_names(session)
+        return list(session.run(None, {k: v for k, v in feeds.items() if k in names}))
+
+    def encode(
+        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
+    ) -> tuple[npt.NDArray[np.int64], Any]:
+        """Runs the whole synthesizer: its audio is the state, its durations the timings."""
+        feeds = self._feeds(x, options)
+        outputs = dict(zip(self._outputs, self._run(self.synthesizer, feeds), strict=True))
+        audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
+        if "durations" in outputs:
+            durations = outputs["durations"][0].astype(np.int64)
+        else:
+            assert self.duration_predictor is not None  # checked at load
+            durations = self._run(self.duration_predictor, feeds)[0][0].astype(np.int64)
+        return durations, audio
+
+    def predict_durations(
+        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
+    ) -> npt.NDArray[np.int64] | None:
+        if self.duration_predictor is None:
+            return None
+        durations = self._run(self.duration_predictor, self._feeds(x, options))[0][0]
+        return np.asarray(durations, dtype=np.int64)
+
+    def decode_windows(
+        self,
+        state: Any,
+        durations: npt.NDArray[np.int64],
+        options: SynthesisOptions,
+        rng: Any,
+        windowing: Windowing,
+    ) -> Iterator[npt.NDArray[np.float32]]:
+        yield state

@@ -1,0 +1,107 @@
+"""BERT features with ONNX Runtime: our BERT bundles and plain exported folders.
+
+A yomiage BERT bundle has ``bert.json`` naming its graphs. Folders from other
+exporters (HayaKoe's ``onnx/bert/q8/bert_q8.onnx`` with ``bert/tokenizer/``)
+work too: the graph is found by name, its inputs and width are read from the
+graph itself, and the tokenizer folder may be given apart.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from yomiage.bert.tokenizer import CharTokenizer
+from yomiage.errors import ModelLoadError
+from yomiage.runtime.bundle import BERT_FORMAT
+from yomiage.runtime.onnx_session import input_names, load_session
+
+BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onnx"}
+
+
+def _bundle_graph(bert_dir: Path, precision: str) -> tuple[Path, int]:
+    manifest_path = bert_dir / "bert.json"
+    try:
+        manifest = json.loads(manifest_path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{manifest_path}: unreadable BERT manifest ({exc})") from exc
+    if not isinstance(manifest, dict) or manifest.get("format") != BERT_FORMAT:
+        raise ModelLoadError(f"{manifest_path}: not a {BERT_FORMAT} manifest")
+    graph = bert_dir / BERT_PRECISIONS[precision]
+    if not graph.is_file():
+        have = ", ".join(sorted(manifest.get("graphs", {})))
+        raise ModelLoadError(f"{bert_dir} has no {precision} BERT ({graph.name}); it has {have}")
+    return graph, int(manifest["hidden_size"])
+
+
+def _plain_graph(bert_dir: Path, precision: str) -> Path:
+    wanted = bert_dir / BERT_PRECISIONS[precision]
+    if wanted.is_file():
+        return wanted
+    graphs = sorted(bert_dir.glob("*.onnx"))
+    if len(graphs) == 1:
+        return graphs[0]
+    found = (
+        f"several graphs ({', '.join(g.name for g in graphs)}) but no {wanted.name}"
+        if graphs
+        else "no .onnx graph"
+    )
+    raise ModelLoadError(
+        f"{bert_dir} is not a BERT bundle (no bert.json) and has {found}; make a bundle "
+        "with `yomiage convert SBV2_DIR OUT_DIR --bert BERT_DIR`"
+    )
+
+
+class OnnxBert:
+    """Tokenizer + one BERT session, shared by every voice of a backend."""
+
+    def __init__(
+        self,
+        bert_dir: Path,
+        options: ort.SessionOptions,
+        *,
+        precision: str = "q8",
+        tokenizer_dir: Path | None = None,
+    ) -> None:
+        if precision not in BERT_PRECISIONS:
+            raise ValueError(f"precision must be one of {', '.join(BERT_PRECISIONS)}")
+        if not bert_dir.is_dir():
+            raise ModelLoadError(f"BERT folder not found: {bert_dir}")
+        hidden_size: int | None = None
+        if (bert_dir / "bert.json").is_file():
+            graph, hidden_size = _bundle_graph(bert_dir, precision)
+        else:
+            graph = _plain_graph(bert_dir, precision)
+        self.path = graph
+        self.tokenizer = CharTokenizer.from_dir(tokenizer_dir or bert_dir)
+        self.session = load_session(graph, options)
+        self._inputs = input_names(self.session)
+        if not {"input_ids", "attention_mask"} >= self._inputs - {"token_type_ids"}:
+            raise ModelLoadError(
+                f"{graph}: unexpected BERT inputs {sorted(self._inputs)} "
+                "(want input_ids and attention_mask)"
+            )
+        self.hidden_size = hidden_size or self._probe_width()
+
+    def _probe_width(self) -> int:
+        width = self.session.get_outputs()[0].shape[-1]
+        if isinstance(width, int):
+            return width
+        return int(self.features(["あ"])[0].shape[1])
+
+    def features(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """``[n_tok, C]`` features per text from one padded batch."""
+        if not texts:
+            return []
+        ids, mask = self.tokenizer.encode_batch(list(texts))
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
+        lengths = mask.sum(axis=1)
+        return [np.asarray(hidden[i, : int(n)], np.float32) for i, n in enumerate(lengths)]

@@ -1,0 +1,112 @@
+"""A yomiage voice bundle run with ONNX Runtime: encoder, flow, windowed decoder.
+
+Noise is drawn with numpy from the request's generator and fed to the graphs,
+so a seed reproduces the audio exactly. The decoder runs over windows padded
+by the generator's receptive field (:mod:`yomiage.runtime.chunking`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from yomiage.runtime.bundle import VoiceManifest, read_manifest
+from yomiage.runtime.chunking import windows
+from yomiage.runtime.memory import release_free_memory
+from yomiage.runtime.onnx_session import input_names, load_session
+from yomiage.runtime.types import SynthesisOptions, VoiceInfo
+from yomiage.sbv2.styles import StyleTable, load_styles
+from yomiage.text.symbols import ModelInputs
+
+
+@dataclass(frozen=True)
+class SentenceFeeds:
+    """What every ONNX voice reads for one sentence."""
+
+    inputs: ModelInputs
+    bert: npt.NDArray[np.float32]  # [1, C, T]
+    style: npt.NDArray[np.float32]  # [1, 256]
+    speaker_id: int
+
+
+@dataclass(frozen=True)
+class Windowing:
+    window_frames: int
+    first_window_frames: int
+
+
+class BundleVoice:
+    """A bundle from ``yomiage convert``: durations first, audio window by window."""
+
+    def __init__(self, folder: Path, options: ort.SessionOptions) -> None:
+        m: VoiceManifest = read_manifest(folder)
+        self.manifest = m
+        self.info = VoiceInfo(m.sampling_rate, tuple(m.style2id), dict(m.spk2id), m.add_blank)
+        self.hop_length = m.hop_length
+        self.add_blank = m.add_blank
+        self.bert_dim = m.bert_dim
+        self.n_speakers = m.n_speakers
+        self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
+        self.encoder = load_session(m.file("encoder.onnx"), options)
+        self.flow = load_session(m.file("flow.onnx"), options)
+        self.decoder = load_session(m.file("decoder.onnx"), options)
+        self._encoder_inputs = input_names(self.encoder)
+
+    def encode(
+        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
+    ) -> tuple[npt.NDArray[np.int64], Any]:
+        t = x.inputs.length
+        noise = rng.standard_normal((1, 2, t), dtype=np.float32) * np.float32(options.noise_w)
+        feeds = {
+            "phone_ids": x.inputs.phone_ids[None],
+            "tone_ids": x.inputs.tone_ids[None],
+            "language_ids": x.inputs.language_ids[None],
+            "bert": x.bert,
+            "style": x.style,
+            "sid": np.array([x.speaker_id], dtype=np.int64),
+            "sdp_noise": noise,
+            "sdp_ratio": np.array([options.sdp_ratio], dtype=np.float32),
+            "length_scale": np.array([options.speed], dtype=np.float32),
+        }
+        m_p, logs_p, g, durations = self.encoder.run(
+            None, {k: v for k, v in feeds.items() if k in self._encoder_inputs}
+        )
+        return durations[0, 0].astype(np.int64), (m_p, logs_p, g)
+
+    def predict_durations(
+        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
+    ) -> npt.NDArray[np.int64] | None:
+        return self.encode(x, options, rng)[0]
+
+    def decode_windows(
+        self,
+        state: Any,
+        durations: npt.NDArray[np.int64],
+        options: SynthesisOptions,
+        rng: Any,
+        windowing: Windowing,
+    ) -> Iterator[npt.NDArray[np.float32]]:
+        m_p, logs_p, g = state
+        if durations.sum() == 0:  # SBV2 makes at least one frame
+            durations = durations.copy()
+            durations[-1] = 1
+        mean = np.repeat(m_p, durations, axis=2)
+        scale = np.exp(np.repeat(logs_p, durations, axis=2))
+        eps = rng.standard_normal(mean.shape, dtype=np.float32)
+        z_p = (mean + eps * scale * np.float32(options.noise)).astype(np.float32)
+        z = self.flow.run(None, {"z_p": z_p, "g": g})[0]
+        hop = self.hop_length
+        context = self.manifest.receptive_field_frames
+        first = min(windowing.first_window_frames, windowing.window_frames)
+        try:
+            for w in windows(z.shape[2], windowing.window_frames, context, first):
+                audio = self.decoder.run(None, {"z": z[:, :, w.pad_start : w.pad_stop], "g": g})[0]
+                yield np.ascontiguousarray(audio[0, 0, w.crop(hop)])
+        finally:
+            release_free_memory()
