@@ -15,9 +15,11 @@ FIXTURES = SHARED / "fixtures"
 def _isolated_user_dict(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No test may read or write the real per-user dictionary."""
+    """No test may read or write the real per-user dictionary or cache."""
     path = tmp_path_factory.mktemp("userdict") / "user_dict.json"
     monkeypatch.setenv("YOMIAGE_USER_DICT", str(path))
+    # Nor the real download cache.
+    monkeypatch.setenv("YOMIAGE_CACHE", str(tmp_path_factory.mktemp("cache")))
 
 
 @pytest.fixture(scope="session")

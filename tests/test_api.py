@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
+import sys
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,14 @@ import pytest
 
 from tests.conftest import FIXTURES
 from yomiage import TTS, Audio, SynthesisOptions
-from yomiage.errors import ModelLoadError, NotPreparedError, TextError
+from yomiage.errors import (
+    MissingExtraError,
+    ModelLoadError,
+    NotPreparedError,
+    OfflineError,
+    TextError,
+    UnknownVoiceError,
+)
 from yomiage.runtime.types import OptionFields
 
 TINY = FIXTURES / "sbv2_tiny"
@@ -243,24 +251,27 @@ def test_pitch_without_pyworld_is_a_clear_error(tts: TTS, monkeypatch: pytest.Mo
         tts.speakers["tiny"].generate("こんにちは。", pitch_scale=1.2)
 
 
-def test_engine_errors(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_engine_errors(tiny_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="device"):
         TTS(device="tpu")
     with pytest.raises(ValueError, match="CPU only"):
         TTS(device="cuda", backend="onnx")
-    with pytest.raises(ModelLoadError, match="source"):
-        TTS().load("jvnv-F1-jp")
+    with pytest.raises(UnknownVoiceError, match="jvnv-F1-jp"):
+        TTS().load("jvnv-F9-jp")
+    with pytest.raises(OfflineError, match="yomiage download jvnv-F1-jp"):
+        TTS(offline=True, bert_source=tiny_bundle / "bert").load("jvnv-F1-jp").prepare()
     with pytest.raises(ModelLoadError, match="no such folder"):
         TTS().load("x", source=tmp_path / "missing").prepare()
     sbv2 = TINY / "model"
-    with pytest.raises(ModelLoadError, match="yomiage convert"):
+    with pytest.raises(ModelLoadError, match="not a voice"):
+        TTS(bert_source=tiny_bundle / "bert").load("x", source=tmp_path).prepare()
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(MissingExtraError, match=r"yomiage\[torch\]"):
         TTS(bert_source=tiny_bundle / "bert").load("x", source=sbv2).prepare()
     lone = tmp_path / "lone"
     shutil.copytree(tiny_bundle, lone, ignore=shutil.ignore_patterns("bert"))
-    with pytest.raises(ModelLoadError, match="no BERT"):
-        TTS().load("x", source=lone).prepare()
-    with pytest.raises(ModelLoadError, match="not a voice"):
-        TTS(bert_source=tiny_bundle / "bert").load("x", source=tmp_path).prepare()
+    with pytest.raises(OfflineError, match="yomiage download deberta-v2-large-japanese-char-wwm"):
+        TTS(offline=True).load("x", source=lone).prepare()  # the catalog's BERT
     declared = TTS().load("tiny", source=tiny_bundle)
     with pytest.raises(NotPreparedError, match="prepare"):
         declared.speakers  # noqa: B018
@@ -303,3 +314,25 @@ def test_public_api_never_imports_torch(tiny_bundle: Path, tmp_path: Path) -> No
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     assert (tmp_path / "a.wav").stat().st_size > 44
+
+
+def test_sbv2_folder_is_converted_once_into_the_cache(tiny_bundle: Path, tmp_path: Path) -> None:
+    """On CPU an SBV2 folder is converted on first use and then loaded from the cache."""
+    cache = tmp_path / "cache"
+    bert = tiny_bundle / "bert"
+    with TTS(cache_dir=cache, bert_source=bert).load("v", source=TINY / "model").prepare() as tts:
+        converted = tts.speakers["v"].generate("こんにちは。", seed=1)
+    [bundle] = (cache / "converted").iterdir()
+    stamp = (bundle / "voice.json").stat().st_mtime_ns
+    with TTS(cache_dir=cache, bert_source=bert).load("v", source=TINY / "model").prepare() as tts:
+        again = tts.speakers["v"].generate("こんにちは。", seed=1)
+    assert (bundle / "voice.json").stat().st_mtime_ns == stamp  # not converted twice
+    with TTS(bert_source=bert).load("v", source=tiny_bundle).prepare() as tts:
+        reference = tts.speakers["v"].generate("こんにちは。", seed=1)
+    np.testing.assert_array_equal(converted.samples, reference.samples)
+    np.testing.assert_array_equal(again.samples, reference.samples)
+
+
+def test_pre_download_leaves_local_folders(tiny_bundle: Path) -> None:
+    tts = TTS(bert_source=tiny_bundle / "bert").load("v", source=tiny_bundle)
+    assert tts.pre_download() == [tiny_bundle, tiny_bundle / "bert"]

@@ -34,7 +34,7 @@ def test_model_examples(tmp_path: Path) -> None:
             subprocess.run(
                 [sys.executable, "-m", "yomiage", *args], check=True, capture_output=True
             )
-    [python] = [b for b in _blocks("python") if "TTS(" in b]
+    [python] = [b for b in _blocks("python") if "/tmp/bundle" in b]
     code = python.replace("/tmp/", f"{tmp_path}/").replace("    ...", "    chunks.append(chunk)")
     namespace: dict[str, object] = {"chunks": []}
     exec(compile(code, "README.md", "exec"), namespace)

@@ -19,7 +19,8 @@ from yomiage.errors import ModelLoadError, NotPreparedError
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.types import SynthesisBackend
-from yomiage.sources import resolve
+from yomiage.sources import BERT, Cache, download, lookup, resolve, resolve_name
+from yomiage.sources.catalog import Format
 from yomiage.speaker import Speaker
 from yomiage.synthesis import ComputeGate, Pipeline
 from yomiage.text.frontend import Frontend
@@ -45,6 +46,12 @@ def _bert_beside(voice: Path) -> tuple[Path, Path | None] | None:
     return None
 
 
+def _is_raw_bert(folder: Path) -> bool:
+    """A DeBERTa folder as published (weights, no ONNX graph)."""
+    has_weights = any(folder.glob("*.safetensors")) or (folder / "pytorch_model.bin").is_file()
+    return (folder / "config.json").is_file() and has_weights and not any(folder.glob("*.onnx"))
+
+
 def _check_device(device: str) -> str:
     if not isinstance(device, str) or not (
         device == "cpu" or device == "cuda" or (device.startswith("cuda:") and device[5:].isdigit())
@@ -58,12 +65,16 @@ class TTS:
 
     ``device="cpu"`` runs converted voice bundles with ONNX Runtime (no torch);
     ``"cuda"`` runs SBV2 folders with PyTorch. ``backend`` overrides that
-    choice ("torch" also runs on CPU). ``bert_source`` is the BERT: a BERT
-    bundle for ONNX (default: the ``bert/`` folder inside the first voice
-    bundle, where ``yomiage convert`` puts it), the DeBERTa folder for
-    PyTorch. ``threads`` sets intra-op threads (default: physical cores).
-    ``cache_dir`` is where remote sources will be cached; only local sources
-    exist so far.
+    choice ("torch" also runs on CPU). Voices and the BERT come from sources
+    (a folder, ``file://``, ``hf://owner/repo[@rev][/sub]``, ``s3://bucket/prefix``)
+    or catalog names (``yomiage voices``), downloaded into ``cache_dir``
+    (default ``$YOMIAGE_CACHE`` or the user cache folder); ``offline=True``
+    (or ``HF_HUB_OFFLINE=1``) never touches the network. ``bert_source``
+    defaults to the BERT shipped beside the voice (``bert/`` in a bundle from
+    ``yomiage convert``, HayaKoe's ``onnx/bert/q8``), else the catalog's.
+    On CPU, SBV2 folders are converted to ONNX once (needs ``yomiage[torch]``)
+    and kept in the cache. ``threads`` sets intra-op threads (default:
+    physical cores).
     """
 
     def __init__(
@@ -76,6 +87,8 @@ class TTS:
         backend: str = "auto",
         bert_precision: str = "q8",
         user_dictionary: UserDictionary | Path | str | None = None,
+        offline: bool | None = None,
+        token: str | None = None,
     ) -> None:
         self.device = _check_device(device)
         if backend not in BACKENDS:
@@ -93,6 +106,8 @@ class TTS:
         self.bert_precision = bert_precision
         self.threads = threads
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
+        self.offline = offline
+        self._token = token
         self._bert_source = bert_source
         self._user_dictionary = user_dictionary
         self._declared: dict[str, str | Path] = {}
@@ -108,10 +123,8 @@ class TTS:
         if not isinstance(name, str) or not name.strip() or "\0" in name:
             raise ValueError(f"a voice name must be a non-empty string, not {name!r}")
         if source is None:
-            raise ModelLoadError(
-                f"no source given for voice {name!r}: the voice catalog is not available "
-                "yet; pass source= a converted voice bundle or SBV2 folder"
-            )
+            lookup(name)  # UnknownVoiceError listing the catalog's names
+            source = name
         with self._lock:
             self._check_open()
             if name in self._speakers and self._declared.get(name) != source:
@@ -125,11 +138,11 @@ class TTS:
             self._check_open()
             # Check every folder before loading anything (BERT loading takes seconds).
             folders = {
-                name: self._checked_folder(name, resolve(source))
+                name: self._voice_folder(name, source)
                 for name, source in self._declared.items()
                 if name not in self._speakers
             }
-            pipeline = self._ensure_pipeline()
+            pipeline = self._ensure_pipeline(list(folders.values()))
             for name, folder in folders.items():
                 self._speakers[name] = self._add_voice(pipeline, name, folder)
             if compile:
@@ -141,6 +154,24 @@ class TTS:
             for speaker in list(self._speakers.values()):
                 speaker.generate(WARMUP_TEXT, seed=0)
         return self
+
+    def pre_download(self) -> list[Path]:
+        """Fetch every declared voice and the BERT into the cache; load nothing.
+
+        The build step of a container image: afterwards ``prepare()`` works
+        offline. Local folders are left as they are.
+        """
+        with self._lock:
+            self._check_open()
+            sources = [str(s) for s in self._declared.values()]
+        wanted = sources + ([str(self._bert_source)] if self._bert_source is not None else [])
+        return download(
+            wanted,
+            bert=self._bert_source is None,
+            format=self._format,
+            cache_dir=self.cache_dir,
+            token=self._token,
+        )
 
     @property
     def speakers(self) -> Mapping[str, Speaker]:
@@ -212,33 +243,64 @@ class TTS:
         if self._closed:
             raise NotPreparedError("this TTS was closed")
 
-    def _ensure_pipeline(self) -> Pipeline:
+    def _ensure_pipeline(self, voices: list[Path]) -> Pipeline:
         if self._pipeline is None:
-            backend = self._make_backend()
+            backend = self._make_backend(voices)
             slots = max(1, physical_cores() // self.threads) if self.threads else 1
             self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots))
         return self._pipeline
 
-    def _bert_dirs(self) -> tuple[Path, Path | None]:
-        """The BERT folder and, when apart from it, its tokenizer folder."""
-        if self._bert_source is not None:
-            return resolve(self._bert_source), None
-        if self.backend_name == "onnx":
-            for source in self._declared.values():
-                found = _bert_beside(resolve(source))
-                if found is not None:
-                    return found
-        raise ModelLoadError(
-            "no BERT: pass bert_source= "
-            + (
-                "a BERT bundle (made by `yomiage convert ... --bert BERT_DIR`)"
-                if self.backend_name == "onnx"
-                else "the DeBERTa folder (ku-nlp/deberta-v2-large-japanese-char-wwm)"
-            )
+    @property
+    def _format(self) -> Format:
+        """What a catalog name means here: the ONNX export on CPU, the SBV2 folder for torch."""
+        return "onnx" if self.backend_name == "onnx" else "sbv2"
+
+    def _resolve(self, source: str | Path) -> Path:
+        return resolve_name(
+            source,
+            format=self._format,
+            cache_dir=self.cache_dir,
+            offline=self.offline,
+            token=self._token,
         )
 
-    def _make_backend(self) -> Any:
-        bert_dir, tokenizer_dir = self._bert_dirs()
+    def _voice_folder(self, name: str, source: str | Path) -> Path:
+        folder = self._checked_folder(name, self._resolve(source))
+        if self.backend_name == "onnx" and detect_layout(folder) is VoiceLayout.SBV2:
+            from yomiage.autoconvert import converted_voice
+
+            folder = converted_voice(folder, Cache.at(self.cache_dir))
+        return folder
+
+    def _bert_dirs(self, voices: list[Path]) -> tuple[Path, Path | None]:
+        """The BERT folder and, when apart from it, its tokenizer folder."""
+        if self._bert_source is not None:
+            folder = self._resolve(self._bert_source)
+            if self._bert_source == BERT.name and self.backend_name == "onnx":
+                return folder, resolve(BERT.tokenizer_source, cache_dir=self.cache_dir,
+                                       offline=self.offline, token=self._token)  # fmt: skip
+        else:
+            beside = next((b for b in map(_bert_beside, voices) if b is not None), None)
+            if beside is not None and self.backend_name == "onnx":
+                return beside
+            folder = self._resolve(BERT.name)
+            if self.backend_name == "onnx":
+                tokenizer = resolve(
+                    BERT.tokenizer_source,
+                    cache_dir=self.cache_dir,
+                    offline=self.offline,
+                    token=self._token,
+                )
+                return folder, tokenizer
+        if self.backend_name == "onnx" and _is_raw_bert(folder):
+            from yomiage.autoconvert import converted_bert
+
+            quantize = "none" if self.bert_precision == "fp32" else self.bert_precision
+            return converted_bert(folder, Cache.at(self.cache_dir), quantize), None
+        return folder, None
+
+    def _make_backend(self, voices: list[Path]) -> Any:
+        bert_dir, tokenizer_dir = self._bert_dirs(voices)
         if self.backend_name == "onnx":
             from yomiage.runtime.onnx_backend import OnnxBackend
 
@@ -262,11 +324,6 @@ class TTS:
             raise ModelLoadError(
                 f"voice {name!r}: {folder} is not a voice (no voice.json, or config.json with "
                 "synthesizer.onnx or a .safetensors file)"
-            )
-        if self.backend_name == "onnx" and layout is VoiceLayout.SBV2:
-            raise ModelLoadError(
-                f"voice {name!r}: {folder} is an SBV2 folder; convert it with `yomiage convert "
-                f"{folder} OUT_DIR --bert BERT_DIR`, or use TTS(backend='torch')"
             )
         if self.backend_name == "torch" and layout is not VoiceLayout.SBV2:
             raise ModelLoadError(
