@@ -11,9 +11,10 @@ import contextlib
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnxruntime as ort
@@ -25,6 +26,9 @@ from yomiage.export.optimize import optimize_graph
 from yomiage.model import TorchVoice, load_voice
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
+
+if TYPE_CHECKING:
+    from yomiage.export.decoder_int8 import Int8Error
 
 PROBE_TOKENS = 41
 PROBE_FRAMES = 57
@@ -112,15 +116,25 @@ def _staged(out_dir: Path) -> Iterator[Path]:
         raise
 
 
-def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
-    """Export an SBV2 voice folder to a voice bundle at ``out_dir`` (replaced if present)."""
+def convert_voice(
+    sbv2_dir: Path,
+    out_dir: Path,
+    *,
+    decoder_int8: bool = False,
+    bert_features: Callable[[list[str]], Any] | None = None,
+) -> tuple[Path, Parity]:
+    """Export an SBV2 voice folder to a voice bundle at ``out_dir`` (replaced if present).
+
+    ``decoder_int8`` adds ``decoder_int8.onnx`` (see :mod:`yomiage.export.decoder_int8`),
+    calibrated on sentences whose BERT features come from ``bert_features``
+    (zeros without it); its error against float32 goes into ``voice.json``.
+    """
     _check_replaceable(out_dir, "voice.json")
     voice = load_voice(sbv2_dir)
     with _staged(out_dir) as work:
         raw = work / "raw"
         for name, path in export_graphs(voice.model, raw).items():
             optimize_graph(path, work / f"{name}.onnx")
-        shutil.rmtree(raw)
         np.save(work / "style_vectors.npy", voice.styles.vectors)
         parity = _probe(voice, work)
         if not parity.ok():
@@ -129,6 +143,12 @@ def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
                 f"durations equal {parity.durations_equal}, flow {parity.flow:.3g}, "
                 f"audio {parity.audio:.3g}; no bundle written"
             )
+        int8 = (
+            _int8_decoder(voice, raw / "decoder.onnx", work, bert_features)
+            if decoder_int8
+            else None
+        )
+        shutil.rmtree(raw)
         config = voice.config
         files = {p.name: sha256_file(p) for p in sorted(work.iterdir())}
         manifest = {
@@ -146,10 +166,44 @@ def convert_voice(sbv2_dir: Path, out_dir: Path) -> tuple[Path, Parity]:
             "style2id": dict(config.style2id),
             "receptive_field_frames": receptive_field_frames(config.model),
             "parity": parity.__dict__,
+            **({"decoder_int8": int8.__dict__} if int8 is not None else {}),
             "files": files,
         }
         (work / "voice.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
     return out_dir, parity
+
+
+def _int8_decoder(
+    voice: TorchVoice, raw_decoder: Path, work: Path, bert_features: Any
+) -> Int8Error:
+    from yomiage.export.decoder_int8 import (
+        CALIBRATION_TEXTS,
+        HELD_OUT_TEXT,
+        MIN_SNR_DB,
+        decoder_inputs,
+        int8_error,
+        quantize_decoder,
+    )
+
+    rf = receptive_field_frames(voice.config.model)
+    samples = decoder_inputs(voice, [*CALIBRATION_TEXTS, HELD_OUT_TEXT], bert_features)
+    target = quantize_decoder(
+        raw_decoder,
+        work / "decoder_int8.onnx",
+        samples[:-1],
+        receptive_field=rf,
+        fp32_resblocks=len(voice.config.model.resblock_kernel_sizes),
+    )
+    error = int8_error(
+        work / "decoder.onnx", target, samples[-1], receptive_field=rf,
+        hop_length=voice.config.hop_length,
+    )  # fmt: skip
+    if error.snr_db < MIN_SNR_DB:
+        raise ConversionError(
+            f"the int8 decoder is too far from float32 ({error.snr_db:.1f} dB SNR < "
+            f"{MIN_SNR_DB} dB, max abs {error.max_abs:.3g}); no bundle written"
+        )
+    return error
 
 
 def convert_bert(

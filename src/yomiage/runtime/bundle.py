@@ -46,6 +46,7 @@ class VoiceManifest:
     style2id: Mapping[str, int]
     receptive_field_frames: int
     files: Mapping[str, str]
+    decoder_int8: Mapping[str, float] | None = None  # its error vs float32, when present
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -103,4 +104,7 @@ def read_manifest(folder: Path) -> VoiceManifest:
         style2id=_field(data, "style2id", dict, path),
         receptive_field_frames=_field(data, "receptive_field_frames", int, path),
         files=files,
+        decoder_int8=data.get("decoder_int8")
+        if isinstance(data.get("decoder_int8"), dict)
+        else None,
     )

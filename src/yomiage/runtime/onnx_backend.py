@@ -21,7 +21,7 @@ from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_session import session_options
-from yomiage.runtime.onnx_voice import BundleVoice, SentenceFeeds, Windowing
+from yomiage.runtime.onnx_voice import DECODERS, BundleVoice, SentenceFeeds, Windowing
 from yomiage.runtime.types import (
     EncodedSentence,
     SynthesisOptions,
@@ -58,7 +58,12 @@ class OnnxBackend:
         tokenizer_dir: Path | str | None = None,
         window_frames: int = DEFAULT_WINDOW_FRAMES,
         first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES,
+        decoder_precision: str = "fp32",
     ) -> None:
+        """``decoder_precision="int8"`` runs the opt-in int8 decoder of bundles that have one."""
+        if decoder_precision not in DECODERS:
+            raise ValueError(f"decoder_precision must be one of {', '.join(DECODERS)}")
+        self.decoder_precision = decoder_precision
         if window_frames < 1 or first_window_frames < 1:
             raise ValueError("decoder windows need at least one frame")
         self.options = session_options(threads)
@@ -78,9 +83,14 @@ class OnnxBackend:
         folder = Path(folder)
         voice: OnnxVoice
         if detect_layout(folder) is VoiceLayout.HAYAKOE:
+            if self.decoder_precision != "fp32":
+                raise ModelLoadError(
+                    f"{folder}: decoder_precision={self.decoder_precision!r} needs a bundle "
+                    "from `yomiage convert --decoder int8`, not a HayaKoe export"
+                )
             voice = HayakoeVoice(folder, self.options)
         else:
-            voice = BundleVoice(folder, self.options)
+            voice = BundleVoice(folder, self.options, decoder_precision=self.decoder_precision)
         if voice.bert_dim != self.hidden_size:
             raise ModelLoadError(
                 f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "
