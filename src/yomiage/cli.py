@@ -172,6 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yomiage {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    from yomiage import cli_generate, cli_serve
+
+    cli_generate.register(sub)
+    cli_serve.register(sub)
 
     g2p = sub.add_parser(
         "g2p",

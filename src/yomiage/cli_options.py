@@ -1,0 +1,171 @@
+"""Command-line options shared by ``yomiage generate`` and ``yomiage serve``.
+
+Building the engine and turning flags into synthesis options live here so
+both commands spell every flag the same way. Nothing heavy is imported at
+module level: ``generate`` must start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import TYPE_CHECKING, Any
+
+from yomiage.runtime.types import SynthesisOptions
+
+if TYPE_CHECKING:
+    from yomiage import TTS
+    from yomiage.speaker import Speaker
+
+QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
+_NAME = re.compile(r"^[\w.-]+$")
+_DEFAULTS = SynthesisOptions()
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None:
+    """Voice selection and engine flags; ``many`` lets ``--voice``/``--model`` repeat."""
+    voices = parser.add_argument_group("voice")
+    action = "append" if many else "store"
+    voices.add_argument(
+        "--voice",
+        action=action,
+        metavar="NAME",
+        help="a voice from `yomiage voices`" + (" (repeat for more)" if many else ""),
+    )
+    voices.add_argument(
+        "--model",
+        action=action,
+        metavar="[NAME=]SOURCE" if many else "SOURCE",
+        help="a voice folder, file://, hf://owner/repo[@rev][/sub] or s3://bucket/prefix"
+        + (" (repeat for more; NAME defaults to the last path part)" if many else ""),
+    )
+    engine = parser.add_argument_group("engine")
+    engine.add_argument(
+        "--bert", metavar="SOURCE", help="BERT folder or source (default: beside the voice)"
+    )
+    engine.add_argument(
+        "--device", default="cpu", help="cpu (ONNX Runtime), cuda or cuda:N (PyTorch)"
+    )
+    engine.add_argument(
+        "--threads", type=int, metavar="N", help="intra-op threads (default: physical cores)"
+    )
+    engine.add_argument(
+        "--quantize",
+        choices=sorted(QUANTIZE),
+        default="q8",
+        help="BERT precision on CPU: q8 (default), q4 or none (float32)",
+    )
+    engine.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $YOMIAGE_CACHE)")
+    engine.add_argument(
+        "--offline", action="store_true", help="never touch the network (use the cache only)"
+    )
+    engine.add_argument("--user-dict", metavar="PATH", help="user dictionary JSON")
+
+
+def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
+    """Every field of :class:`SynthesisOptions` as a flag, with the API's meaning."""
+    g = parser.add_argument_group("synthesis (defaults as in the Python API)")
+    d = _DEFAULTS
+    g.add_argument("--style", help=f"style name (default {d.style})")
+    g.add_argument("--style-weight", type=float, metavar="X", help=f"default {d.style_weight}")
+    g.add_argument("--speaker-id", metavar="ID", help="speaker number or name (default the first)")
+    g.add_argument(
+        "--speed",
+        type=float,
+        metavar="X",
+        help=f"length scale: 2 is half as fast (default {d.speed})",
+    )
+    g.add_argument("--sdp-ratio", type=float, metavar="X", help=f"0-1 (default {d.sdp_ratio})")
+    g.add_argument("--noise", type=float, metavar="X", help=f"default {d.noise}")
+    g.add_argument("--noise-w", type=float, metavar="X", help=f"default {d.noise_w}")
+    g.add_argument(
+        "--pitch-scale", type=float, metavar="X", help="needs yomiage[pitch] (default 1)"
+    )
+    g.add_argument(
+        "--intonation-scale", type=float, metavar="X", help="needs yomiage[pitch] (default 1)"
+    )
+    g.add_argument("--seed", type=int, metavar="N", help="same seed, same audio")
+
+
+def synthesis_fields(args: argparse.Namespace, speaker: Speaker) -> dict[str, Any]:
+    """The flags given (others keep the API's defaults), checked against ``speaker``."""
+    fields: dict[str, Any] = {}
+    for name in (
+        "style",
+        "style_weight",
+        "speed",
+        "sdp_ratio",
+        "noise",
+        "noise_w",
+        "pitch_scale",
+        "intonation_scale",
+        "seed",
+    ):
+        value = getattr(args, name, None)
+        if value is not None:
+            fields[name] = value
+    if args.speaker_id is not None:
+        fields["speaker_id"] = speaker_number(args.speaker_id, speaker)
+    speaker.options(**fields)  # ValueError naming the valid styles and speakers
+    return fields
+
+
+def speaker_number(value: str, speaker: Speaker) -> int:
+    if value in speaker.speaker_ids:
+        return speaker.speaker_ids[value]
+    try:
+        return int(value)
+    except ValueError:
+        known = ", ".join(f"{n}={i}" for n, i in speaker.speaker_ids.items())
+        raise ValueError(f"unknown speaker {value!r}; speakers: {known}") from None
+
+
+def voice_sources(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+    """``(name, source)`` pairs from ``--voice`` and ``--model`` (source None: catalog name)."""
+    names = args.voice or []
+    models = args.model or []
+    names = [names] if isinstance(names, str) else names
+    models = [models] if isinstance(models, str) else models
+    out: list[tuple[str, str | None]] = [(n, None) for n in names]
+    for model in models:
+        name, sep, source = model.partition("=")
+        if not sep or not _NAME.match(name):
+            name, source = model_name(model), model
+        out.append((name, source))
+    if not out:
+        raise ValueError("name a voice: --voice NAME (see `yomiage voices`) or --model SOURCE")
+    seen = set()
+    for name, _ in out:
+        if name in seen:
+            raise ValueError(f"two voices are called {name!r}; use --model NAME=SOURCE")
+        seen.add(name)
+    return out
+
+
+def model_name(source: str) -> str:
+    """A voice name for a source: its last path part (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``)."""
+    path = source.split("://", 1)[-1].split("@", 1)[0].rstrip("/\\")
+    last = re.split(r"[/\\]", path)[-1]
+    return last or "voice"
+
+
+def make_tts(args: argparse.Namespace) -> TTS:
+    """An engine with the voices of the flags declared (not prepared yet)."""
+    from yomiage import TTS
+
+    tts = TTS(
+        args.device,
+        cache_dir=args.cache_dir,
+        bert_source=args.bert,
+        threads=args.threads,
+        bert_precision=QUANTIZE[args.quantize],
+        user_dictionary=args.user_dict,
+        offline=True if args.offline else None,
+    )
+    try:
+        for name, source in voice_sources(args):
+            tts.load(name, source=source)
+    except BaseException:
+        tts.close()
+        raise
+    return tts

@@ -1,0 +1,195 @@
+"""``yomiage serve``: load voices, then answer HTTP on 127.0.0.1 unless told otherwise."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import socket
+import sys
+
+from yomiage.cli_options import add_engine_arguments
+
+log = logging.getLogger("yomiage.serve")
+
+EXAMPLES = """examples:
+  yomiage serve --voice jvnv-F1-jp
+  yomiage serve --model ./voices/mine --model narrator=hf://owner/repo/narrator --port 8080
+  YOMIAGE_API_KEY=secret yomiage serve --voice jvnv-F1-jp --host 0.0.0.0 \\
+      --voice-alias alloy=jvnv-F1-jp
+  curl -s localhost:8000/v1/audio/speech -H 'Content-Type: application/json' \\
+       -d '{"model":"tts-1","voice":"jvnv-F1-jp","input":"こんにちは。","response_format":"wav"}' \\
+       -o hello.wav
+
+Open http://127.0.0.1:8000/ for the playground; docs/server.md has the routes.
+"""
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="run the HTTP server (OpenAI-compatible; needs yomiage[server])",
+        description="Serve the voices over HTTP: OpenAI's /v1/audio/speech, /tts, a playground "
+        "page at /, /health, /ready and /metrics.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    net = p.add_argument_group("network and safety")
+    net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    net.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
+    net.add_argument(
+        "--api-key",
+        metavar="KEY",
+        default=os.environ.get("YOMIAGE_API_KEY"),
+        help="require 'Authorization: Bearer KEY' (default: $YOMIAGE_API_KEY; none if unset)",
+    )
+    net.add_argument(
+        "--max-chars",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="longest input in characters, more gets 413 (default 4096)",
+    )
+    net.add_argument(
+        "--max-concurrency",
+        type=int,
+        default=2,
+        metavar="N",
+        help="requests synthesized at once (default 2)",
+    )
+    net.add_argument(
+        "--max-queue",
+        type=int,
+        default=16,
+        metavar="N",
+        help="requests waiting for a slot; more get 429 (default 16)",
+    )
+    net.add_argument(
+        "--queue-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="longest wait for a slot before 503 (default 60 s)",
+    )
+    net.add_argument(
+        "--cors-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="allow browser calls from ORIGIN (repeatable; default none)",
+    )
+    net.add_argument(
+        "--dict-api",
+        choices=["off", "read", "write"],
+        default="read",
+        help="user dictionary routes: off, read (list only; default) or write",
+    )
+    net.add_argument("--no-playground", action="store_true", help="no page at /")
+    voices = p.add_argument_group("voices on the wire")
+    voices.add_argument(
+        "--default-voice",
+        metavar="NAME",
+        help="for OpenAI voice names and /tts without a voice (default: first)",
+    )
+    voices.add_argument(
+        "--voice-alias",
+        action="append",
+        default=[],
+        metavar="ALIAS=NAME",
+        help="a name requests may use for a voice, e.g. alloy=jvnv-F1-jp",
+    )
+    voices.add_argument("--no-warmup", action="store_true", help="ready without a warm-up")
+    p.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging"
+    )
+    add_engine_arguments(p, many=True)
+    p.set_defaults(func=run)
+
+
+def _aliases(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        alias, sep, name = pair.partition("=")
+        if not sep or not alias or not name:
+            raise ValueError(f"--voice-alias takes ALIAS=NAME, not {pair!r}")
+        out[alias] = name
+    return out
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket, so the real port is known before serving (``--port 0``)."""
+    family = socket.AF_INET6 if ":" in host.strip("[]") else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        raise OSError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from yomiage.server import ServerConfig, create_app
+    except ImportError as exc:
+        from yomiage.errors import MissingExtraError
+
+        raise MissingExtraError("yomiage serve", "server", exc.name or "fastapi") from None
+    config = ServerConfig(
+        api_key=args.api_key or None,
+        max_input_chars=args.max_chars,
+        max_concurrency=args.max_concurrency,
+        max_queue=args.max_queue,
+        queue_timeout=args.queue_timeout,
+        cors_origins=tuple(args.cors_origin),
+        dict_api=args.dict_api,
+        voice_aliases=_aliases(args.voice_alias),
+        default_voice=args.default_voice,
+        warmup=not args.no_warmup,
+        playground=not args.no_playground,
+    )
+    if not _is_loopback(args.host) and config.api_key is None:
+        log.warning(
+            "listening on %s without an API key: anyone who can reach it may use it "
+            "(set --api-key or YOMIAGE_API_KEY)",
+            args.host,
+        )
+    from yomiage.cli_options import make_tts
+
+    with make_tts(args) as tts:
+        tts.prepare()  # missing voices fail here, before the port opens
+        app = create_app(tts, config)
+        sock = bind(args.host, args.port)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(
+            f"yomiage serve: {', '.join(tts.speakers)} on http://{shown}:{port}/ (Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        level = logging.getLogger().getEffectiveLevel()
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_level=logging.getLevelName(max(level, logging.INFO)).lower(),
+                log_config=None,  # keep the CLI's logging set-up
+                timeout_graceful_shutdown=5,
+            )
+        )
+        server.run(sockets=[sock])
+    return 0

@@ -1,0 +1,61 @@
+"""Server settings: safe defaults, every one a ``yomiage serve`` flag (docs/server.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+DictAPI = Literal["off", "read", "write"]
+# OpenAI's voice names; unless aliased, each means the default voice.
+OPENAI_VOICES = (
+    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer",
+    "verse", "marin", "cedar",
+)  # fmt: skip
+MODEL_IDS = ("yomiage", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What the server allows.
+
+    ``api_key``: when set, every route but ``/``, ``/health`` and ``/ready``
+    needs ``Authorization: Bearer <key>``. ``max_input_chars``: longer input
+    gets 413. ``max_concurrency`` requests synthesize at once and up to
+    ``max_queue`` wait (at most ``queue_timeout`` s); more get 429.
+    ``cors_origins``: browser origins allowed to call the API (none by
+    default). ``dict_api``: the user-dictionary routes are ``off``, ``read``
+    (list only, the default) or ``write`` (add and remove too).
+    ``voice_aliases`` maps request voice names (e.g. OpenAI's ``alloy``) to
+    loaded voices; ``default_voice`` is used for OpenAI names not aliased and
+    for ``/tts`` without a voice (default: the first voice loaded).
+    ``warmup``: synthesize one sentence per voice at start-up before ``/ready``.
+    """
+
+    api_key: str | None = None
+    max_input_chars: int = 4096
+    max_concurrency: int = 2
+    max_queue: int = 16
+    queue_timeout: float = 60.0
+    cors_origins: tuple[str, ...] = ()
+    dict_api: DictAPI = "read"
+    voice_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    default_voice: str | None = None
+    warmup: bool = True
+    playground: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_input_chars < 1:
+            raise ValueError("max_input_chars must be at least 1")
+        if self.max_concurrency < 1 or self.max_queue < 0 or self.queue_timeout <= 0:
+            raise ValueError("need max_concurrency >= 1, max_queue >= 0, queue_timeout > 0")
+        if self.dict_api not in ("off", "read", "write"):
+            raise ValueError(f"dict_api must be off, read or write, not {self.dict_api!r}")
+        if self.api_key is not None and not self.api_key.strip():
+            raise ValueError("an empty API key would let everyone in; leave it unset instead")
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest request body read: the input at 4 bytes a character, plus the other fields."""
+        return self.max_input_chars * 4 + 64 * 1024

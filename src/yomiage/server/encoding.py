@@ -1,0 +1,140 @@
+"""Audio for HTTP responses: formats, sample rates, streamed and whole-file encoding.
+
+``wav`` and ``pcm`` stream: a WAV header of unknown length (or none), then
+16-bit PCM of each chunk as it is decoded, not normalized (the final peak is
+not known yet). The other formats are encoded once the whole audio is made,
+normalized to its peak like :meth:`Audio.to_bytes`. Rates other than the
+voice's go through :class:`yomiage.resample.Resampler`.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from yomiage.audio import Audio, AudioChunk, wav_header
+from yomiage.audio_formats import encode
+from yomiage.errors import MissingExtraError
+from yomiage.resample import Resampler, resample
+from yomiage.server.errors import APIError
+
+MEDIA_TYPES = {
+    "wav": "audio/wav",
+    "pcm": "audio/pcm",
+    "mp3": "audio/mpeg",
+    "opus": "audio/opus",
+    "flac": "audio/flac",
+    "ogg": "audio/ogg",
+}
+FORMATS = tuple(MEDIA_TYPES)
+STREAMABLE = ("wav", "pcm")
+# Rates each container can hold; None: any in 8-192 kHz.
+_RATES: dict[str, tuple[int, ...] | None] = {
+    "wav": None,
+    "pcm": None,
+    "flac": None,
+    "ogg": None,
+    "opus": (8000, 12000, 16000, 24000, 48000),
+    "mp3": (8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000),
+}
+
+
+@dataclass(frozen=True)
+class OutputFormat:
+    """What a response carries: container ``name`` at ``sample_rate`` Hz, streamed or whole."""
+
+    name: str
+    sample_rate: int
+    source_rate: int
+    stream: bool
+
+    @property
+    def media_type(self) -> str:
+        return MEDIA_TYPES[self.name]
+
+    @property
+    def resampled(self) -> bool:
+        return self.sample_rate != self.source_rate
+
+
+def output_format(
+    name: str, source_rate: int, *, sample_rate: int | None, stream: bool, param: str
+) -> OutputFormat:
+    """Checked choice of format and rate (APIError 400 naming what is possible)."""
+    name = name.lower()
+    if name not in MEDIA_TYPES:
+        raise APIError(
+            400,
+            f"unsupported {param} {name!r}; use one of {', '.join(FORMATS)}",
+            code="unsupported_format",
+            param=param,
+        )
+    allowed = _RATES[name]
+    if sample_rate is None:
+        # Opus has no 44.1 kHz; everything else keeps the voice's rate.
+        rate = source_rate if allowed is None or source_rate in allowed else 48000
+    else:
+        rate = sample_rate
+    if (allowed is not None and rate not in allowed) or not 8000 <= rate <= 192000:
+        choices = ", ".join(map(str, allowed)) if allowed else "8000-192000"
+        raise APIError(
+            400,
+            f"{name} cannot be written at {rate} Hz; sample_rate: {choices}",
+            code="unsupported_sample_rate",
+            param="sample_rate",
+        )
+    return OutputFormat(name, rate, source_rate, stream and name in STREAMABLE)
+
+
+class StreamEncoder:
+    """Bytes of a streamed wav or pcm response, chunk by chunk (one per response)."""
+
+    def __init__(self, fmt: OutputFormat) -> None:
+        if fmt.name not in STREAMABLE:
+            raise ValueError(f"{fmt.name} does not stream")
+        self.fmt = fmt
+        self._resampler = Resampler(fmt.source_rate, fmt.sample_rate) if fmt.resampled else None
+        self._started = False
+
+    def start(self) -> bytes:
+        self._started = True
+        return wav_header(self.fmt.sample_rate) if self.fmt.name == "wav" else b""
+
+    def chunk(self, chunk: AudioChunk) -> bytes:
+        samples = chunk.samples
+        if self._resampler is not None:
+            samples = self._resampler.process(samples)
+        return _pcm16(samples)
+
+    def finish(self) -> bytes:
+        if self._resampler is None:
+            return b""
+        return _pcm16(self._resampler.flush())
+
+
+def _pcm16(samples: npt.NDArray[np.float32]) -> bytes:
+    """Like :meth:`AudioChunk.to_int16` (no normalization), little-endian bytes."""
+    scaled = np.clip(samples.astype(np.float32) * np.float32(32767.0), -32767.0, 32767.0)
+    data: bytes = scaled.astype("<i2").tobytes()
+    return data
+
+
+def encode_whole(audio: Audio, fmt: OutputFormat) -> bytes:
+    """The whole audio in ``fmt``, normalized to its peak. CPU work: call it off the loop."""
+    samples = audio.samples
+    if fmt.resampled:
+        samples = resample(samples, fmt.source_rate, fmt.sample_rate)
+    pcm = Audio(samples, fmt.sample_rate).to_int16()
+    if fmt.name != "opus":
+        return encode(pcm, fmt.sample_rate, fmt.name)
+    try:
+        import soundfile
+    except ImportError:
+        raise MissingExtraError("writing opus", "server", "soundfile") from None
+    buffer = io.BytesIO()
+    soundfile.write(buffer, pcm, fmt.sample_rate, format="OGG", subtype="OPUS")
+    data: bytes = buffer.getvalue()
+    return data

@@ -1,0 +1,79 @@
+"""Admission control: a fixed number of requests synthesize, a bounded number wait.
+
+A request beyond both is refused at once (429 with ``Retry-After``), and one
+that waits longer than the queue timeout gives up (503), so load can never
+pile up without bound. Used from the event loop only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+
+class Rejected(Exception):
+    """No slot: ``reason`` is ``queue_full`` or ``queue_timeout``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class AdmissionGate:
+    """``limit`` slots; at most ``max_queue`` wait, each at most ``timeout`` seconds."""
+
+    def __init__(self, limit: int, max_queue: int, timeout: float) -> None:
+        if limit < 1 or max_queue < 0 or timeout <= 0:
+            raise ValueError("need limit >= 1, max_queue >= 0 and a positive timeout")
+        self.limit = limit
+        self.max_queue = max_queue
+        self.timeout = timeout
+        self._slots = asyncio.Semaphore(limit)
+        self.active = 0
+        self.waiting = 0
+
+    async def acquire(self) -> Slot:
+        if self.active + self.waiting >= self.limit + self.max_queue:
+            raise Rejected(
+                "queue_full",
+                f"the server is busy ({self.active} requests running, {self.waiting} waiting); "
+                "retry later",
+            )
+        self.waiting += 1
+        try:
+            await asyncio.wait_for(self._slots.acquire(), self.timeout)
+        except asyncio.TimeoutError:
+            raise Rejected(
+                "queue_timeout", f"no synthesis slot became free within {self.timeout:g} s"
+            ) from None
+        finally:
+            self.waiting -= 1
+        self.active += 1
+        return Slot(self)
+
+    def _release(self) -> None:
+        self.active -= 1
+        self._slots.release()
+
+
+class Slot:
+    """One held slot; :meth:`release` is idempotent so every exit path may call it."""
+
+    def __init__(self, gate: AdmissionGate) -> None:
+        self._gate: AdmissionGate | None = gate
+
+    def release(self) -> None:
+        gate, self._gate = self._gate, None
+        if gate is not None:
+            gate._release()
+
+    async def __aenter__(self) -> Slot:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.release()

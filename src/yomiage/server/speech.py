@@ -1,0 +1,230 @@
+"""One synthesis request from admission to the last byte, off the event loop.
+
+:class:`ChunkPump` steps a :meth:`Speaker.stream` in the server's worker
+threads; :class:`SpeechResponse` sends its audio (streamed or whole, raw or
+as server-sent events) while watching for the client to leave, and on every
+way out closes the stream (waiting for the window in progress) before it
+frees the request's slot, so the in-flight count means compute still running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from yomiage.audio import Audio, AudioChunk
+from yomiage.server.encoding import OutputFormat, StreamEncoder, encode_whole
+from yomiage.server.limits import Slot
+from yomiage.server.metrics import ServerMetrics
+from yomiage.speaker import Speaker
+
+log = logging.getLogger(__name__)
+
+
+class ChunkPump:
+    """A speaker's chunk stream advanced one chunk at a time in ``executor``'s threads.
+
+    The first :meth:`next` starts the stream, so text and option errors
+    (TextError, ValueError) surface there. :meth:`aclose` is safe to call at
+    any time and returns once no thread works on this stream any more.
+    """
+
+    def __init__(
+        self, executor: Executor, speaker: Speaker, text: str, fields: dict[str, Any]
+    ) -> None:
+        self._executor = executor
+        self._speaker = speaker
+        self._text = text
+        self._fields = fields
+        self._chunks: Iterator[AudioChunk] | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self.started: float | None = None
+        self.finished: float | None = None
+        self.samples = 0
+
+    async def next(self) -> AudioChunk | None:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._step)
+
+    def _step(self) -> AudioChunk | None:
+        with self._lock:
+            if self._closed:
+                return None
+            if self._chunks is None:
+                self.started = time.perf_counter()
+                self._chunks = self._speaker.stream(self._text, **self._fields)
+            chunk = next(self._chunks, None)
+            if chunk is None:
+                self.finished = time.perf_counter()
+            else:
+                self.samples += len(chunk.samples)
+            return chunk
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        closing = loop.run_in_executor(self._executor, self._close)
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            await closing  # still wait: the caller frees the slot next
+            raise
+
+    def _close(self) -> None:
+        with self._lock:
+            self._closed = True
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()
+
+
+@dataclass
+class SpeechJob:
+    """Everything a response needs to finish a request and account for it."""
+
+    pump: ChunkPump
+    first: AudioChunk
+    slot: Slot
+    fmt: OutputFormat
+    voice: str
+    route: str
+    received: float  # perf_counter() when the request arrived
+    metrics: ServerMetrics
+    executor: Executor
+    sse: bool = False
+    input_chars: int = 0
+    headers: dict[str, str] = field(default_factory=dict)
+    _done: bool = False
+
+    async def finish(self, *, complete: bool) -> None:
+        """Stop the synthesis, free the slot, count the audio; idempotent."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            await self.pump.aclose()
+        finally:
+            self.slot.release()
+        if complete and self.pump.started is not None and self.pump.finished is not None:
+            seconds = self.pump.samples / self.first.sample_rate
+            wall = self.pump.finished - self.pump.started
+            self.metrics.audio_seconds.inc(self.voice, amount=seconds)
+            self.metrics.synthesis_seconds.inc(self.voice, amount=wall)
+            if seconds > 0:
+                self.metrics.rtf.observe(wall / seconds, self.voice)
+
+
+async def _client_left(receive: Receive) -> None:
+    """Returns when the client disconnects (the request body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+class SpeechResponse(Response):
+    """Sends a :class:`SpeechJob`'s audio; stops the synthesis if the client goes away."""
+
+    def __init__(self, job: SpeechJob) -> None:
+        self.job = job
+        self.status_code = 200
+        self.background = None
+        media = "text/event-stream" if job.sse else job.fmt.media_type
+        headers = {
+            "Cache-Control": "no-cache",
+            "X-Sample-Rate": str(job.fmt.sample_rate),
+            **job.headers,
+        }
+        if job.fmt.stream or job.sse:
+            headers["X-Accel-Buffering"] = "no"  # nginx: pass chunks on at once
+        if not job.sse:
+            headers["Content-Disposition"] = f"attachment; filename=speech.{job.fmt.name}"
+        self.media_type = media
+        self.init_headers(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        job = self.job
+        produce = asyncio.ensure_future(self._produce(send))
+        watch = asyncio.ensure_future(_client_left(receive))
+        complete = failed = False
+        try:
+            await asyncio.wait({produce, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if produce.done():
+                produce.result()  # a synthesis error mid-stream propagates from here
+                complete = True
+        except OSError:  # the server could not send: the client is gone
+            pass
+        except Exception:
+            failed = True
+            job.metrics.errors.inc("stream")
+            log.exception("synthesis failed after the response began (voice %s)", job.voice)
+            raise
+        finally:
+            for task in (produce, watch):
+                task.cancel()
+            await asyncio.gather(produce, watch, return_exceptions=True)
+            await job.finish(complete=complete)
+            if not complete and not failed:
+                job.metrics.disconnects.inc()
+                log.info("client left; stopped %s after %d samples", job.voice, job.pump.samples)
+
+    async def _produce(self, send: Send) -> None:
+        job = self.job
+        if job.fmt.stream:
+            await self._stream(send)
+        else:
+            await self._whole(send)
+
+    async def _start(self, send: Send, length: int | None = None) -> None:
+        if length is not None:
+            self.raw_headers.append((b"content-length", str(length).encode()))
+        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
+
+    async def _body(self, send: Send, data: bytes, *, more: bool = True) -> None:
+        if self.job.sse and data:
+            event = {"type": "speech.audio.delta", "audio": base64.b64encode(data).decode()}
+            data = f"data: {json.dumps(event)}\n\n".encode()
+        if data or not more:
+            await send({"type": "http.response.body", "body": data, "more_body": more})
+
+    async def _done_event(self, send: Send) -> None:
+        if self.job.sse:
+            chars = self.job.input_chars
+            usage = {"input_tokens": chars, "output_tokens": 0, "total_tokens": chars}
+            event = {"type": "speech.audio.done", "usage": usage}
+            data = f"data: {json.dumps(event)}\n\n".encode()
+            await send({"type": "http.response.body", "body": data, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _stream(self, send: Send) -> None:
+        job = self.job
+        encoder = StreamEncoder(job.fmt)
+        await self._start(send)
+        await self._body(send, encoder.start() + encoder.chunk(job.first))
+        job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)
+        while (chunk := await job.pump.next()) is not None:
+            await self._body(send, encoder.chunk(chunk))
+        await self._body(send, encoder.finish())
+        await self._done_event(send)
+
+    async def _whole(self, send: Send) -> None:
+        job = self.job
+        chunks = [job.first]
+        while (chunk := await job.pump.next()) is not None:
+            chunks.append(chunk)
+        audio = Audio.from_chunks(chunks, job.first.sample_rate)
+        loop = asyncio.get_running_loop()
+        data = await loop.run_in_executor(job.executor, encode_whole, audio, job.fmt)
+        await self._start(send, None if job.sse else len(data))
+        job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)
+        await self._body(send, data)
+        await self._done_event(send)

@@ -1,0 +1,71 @@
+"""The real server on loopback for tests: uvicorn in a thread, on a free port."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+import uvicorn
+
+from yomiage import TTS
+from yomiage.server import ServerConfig, create_app
+
+
+class RunningServer:
+    def __init__(self, server: uvicorn.Server, thread: threading.Thread, app: Any) -> None:
+        self.server = server
+        self.thread = thread
+        self.app = app
+        sockets = server.servers[0].sockets
+        self.port = int(sockets[0].getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    @property
+    def state(self) -> Any:
+        return self.app.state.yomiage
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+
+    def metric(self, name: str) -> float:
+        """One unlabelled sample from /metrics."""
+        headers = {}
+        if self.state.config.api_key:
+            headers["Authorization"] = f"Bearer {self.state.config.api_key}"
+        text = httpx.get(f"{self.url}/metrics", headers=headers, timeout=10).text
+        for line in text.splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+        raise KeyError(name)
+
+    def wait_idle(self, timeout: float = 20.0) -> None:
+        """Until no request holds a slot (the in-flight gauge is 0)."""
+        end = time.monotonic() + timeout
+        while self.metric("yomiage_in_flight_requests") != 0:
+            if time.monotonic() > end:
+                raise TimeoutError("requests still in flight")
+            time.sleep(0.02)
+
+
+@contextmanager
+def serve(tts: TTS, config: ServerConfig | None = None) -> Iterator[RunningServer]:
+    app = create_app(tts, config or ServerConfig(warmup=False))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, name="uvicorn", daemon=True)
+    thread.start()
+    end = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > end:
+            raise RuntimeError("the server did not start")
+        time.sleep(0.01)
+    try:
+        yield RunningServer(server, thread, app)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=15)
