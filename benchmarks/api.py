@@ -2,8 +2,9 @@
 
 Run: .venv/bin/python benchmarks/api.py [--threads 2]
 
-Needs the bundle of benchmarks/backends.py (benchmarks/.cache/bundle-full-0,
-BERT bundle inside). Each measurement runs in a fresh process:
+Needs the bundles of benchmarks/backends.py (benchmarks/.cache/bundle-full-0 with
+its BERT bundle inside; bundle-full-0-int8 for ``--decoder int8``). Each
+measurement runs in a fresh process:
 
 * per text: ``TTS(...).load(...).prepare()`` (timed), one warm-up call, then
   ``Speaker.stream(text)``: time to the first chunk, wall time, speed factor
@@ -11,7 +12,8 @@ BERT bundle inside). Each measurement runs in a fresh process:
 * concurrency: the same process runs the medium text 4 times one after the
   other (single-stream speed factor), then 4 threads generating it at once
   (aggregate speed factor = audio of all four / wall time, and each request's
-  latency).
+  latency);
+* voices: peak RSS with 1, 2 and 3 full-size voices loaded, each used once.
 """
 
 from __future__ import annotations
@@ -34,16 +36,18 @@ from torch_stages import CACHE, TEXTS  # noqa: E402
 BUNDLE = CACHE / "bundle-full-0"
 
 
-def _engine(threads: int) -> tuple[object, float]:
+def _engine(threads: int, decoder: str) -> tuple[object, float]:
     from yomiage import TTS
 
     start = time.perf_counter()
-    tts = TTS(threads=threads).load("v", source=BUNDLE).prepare()
+    voice = BUNDLE if decoder == "fp32" else CACHE / "bundle-full-0-int8"
+    tts = TTS(threads=threads, bert_source=BUNDLE / "bert", decoder_precision=decoder)
+    tts.load("v", source=voice).prepare()
     return tts, time.perf_counter() - start
 
 
-def child_text(text_id: str, threads: int) -> dict[str, float]:
-    tts, load = _engine(threads)
+def child_text(text_id: str, threads: int, decoder: str) -> dict[str, float]:
+    tts, load = _engine(threads, decoder)
     speaker = tts.speakers["v"]  # type: ignore[attr-defined]
     speaker.generate("ウォームアップです。", seed=0)
     start = time.perf_counter()
@@ -62,8 +66,8 @@ def child_text(text_id: str, threads: int) -> dict[str, float]:
     }
 
 
-def child_concurrency(threads: int, requests: int = 4) -> dict[str, object]:
-    tts, _ = _engine(threads)
+def child_concurrency(threads: int, decoder: str, requests: int = 4) -> dict[str, object]:
+    tts, _ = _engine(threads, decoder)
     speaker = tts.speakers["v"]  # type: ignore[attr-defined]
     text = TEXTS["medium"]
     speaker.generate("ウォームアップです。", seed=0)
@@ -100,6 +104,25 @@ def child_concurrency(threads: int, requests: int = 4) -> dict[str, object]:
     }
 
 
+def child_voices(threads: int, decoder: str, count: int) -> dict[str, object]:
+    """Peak RSS with ``count`` voices loaded (the same bundle under several names:
+    each gets its own sessions, as distinct voices would) and each used once."""
+    from yomiage import TTS
+
+    voice = BUNDLE if decoder == "fp32" else CACHE / "bundle-full-0-int8"
+    tts = TTS(threads=threads, bert_source=BUNDLE / "bert", decoder_precision=decoder)
+    for i in range(count):
+        tts.load(f"v{i}", source=voice)
+    tts.prepare()
+    for i in range(count):
+        tts.speakers[f"v{i}"].generate(TEXTS["medium"], seed=i)
+    pages = int(Path("/proc/self/statm").read_text().split()[1])
+    return {
+        "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "now": pages * os.sysconf("SC_PAGE_SIZE") / 2**20,
+    }
+
+
 def _child(args: list[str]) -> dict[str, object]:
     cmd = [sys.executable, __file__, "--child", *args]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -111,29 +134,36 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--texts", default=",".join(TEXTS))
+    parser.add_argument("--decoder", choices=["fp32", "int8"], default="fp32")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        if args.child[0] == "concurrency":
-            print(json.dumps(child_concurrency(int(args.child[1]))))
+        if args.child[0] == "voices":
+            print(json.dumps(child_voices(int(args.child[1]), args.child[2], int(args.child[3]))))
+        elif args.child[0] == "concurrency":
+            print(json.dumps(child_concurrency(int(args.child[1]), args.child[2])))
         else:
-            print(json.dumps(child_text(args.child[0], int(args.child[1]))))
+            print(json.dumps(child_text(args.child[0], int(args.child[1]), args.child[2])))
         return
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, Python "
-        f"{platform.python_version()}, {args.threads} intra-op threads, q8 BERT"
+        f"{platform.python_version()}, {args.threads} intra-op threads, q8 BERT, "
+        f"{args.decoder} decoder"
     )
     print()
     print("| text | audio s | first chunk s | wall s | speed factor | prepare s | peak RSS MB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for text_id in args.texts.split(","):
-        r = _child([text_id, str(args.threads)])
+        r = _child([text_id, str(args.threads), args.decoder])
         a, w = float(r["audio"]), float(r["wall"])  # type: ignore[arg-type]
         print(
             f"| {text_id} | {a:.2f} | {r['first']:.3f} | {w:.2f} | {a / w:.2f}x "
             f"| {r['load']:.2f} | {r['rss']:.0f} |"
         )
-    c = _child(["concurrency", str(args.threads)])
+    voices = [_child(["voices", str(args.threads), args.decoder, str(n)]) for n in (1, 2, 3)]
+    rss = [float(v["rss"]) for v in voices]  # type: ignore[arg-type]
+    now = [float(v["now"]) for v in voices]  # type: ignore[arg-type]
+    c = _child(["concurrency", str(args.threads), args.decoder])
     lat = ", ".join(f"{x:.2f}" for x in c["latencies"])  # type: ignore[attr-defined]
     agg, seq = float(c["aggregate"]), float(c["sequential"])  # type: ignore[arg-type]
     print()
@@ -141,6 +171,13 @@ def main() -> None:
         f"4 threads x medium text: aggregate {agg:.2f}x vs {seq:.2f}x one at a time "
         f"({100 * agg / seq:.0f}%), latencies {lat} s, errors {len(c['errors'])}, "  # type: ignore[arg-type]
         f"peak RSS {c['rss']:.0f} MB"
+    )
+    print(
+        f"voices loaded and used once each (medium text), peak RSS: 1: {rss[0]:.0f} MB, "
+        f"2: {rss[1]:.0f} MB (+{rss[1] - rss[0]:.0f}), "
+        f"3: {rss[2]:.0f} MB (+{rss[2] - rss[1]:.0f}); "
+        f"RSS afterwards: {now[0]:.0f}, {now[1]:.0f} (+{now[1] - now[0]:.0f}), "
+        f"{now[2]:.0f} (+{now[2] - now[1]:.0f}) MB"
     )
 
 

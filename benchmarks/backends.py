@@ -1,11 +1,14 @@
 """Backends side by side on full-size synthetic models: PyTorch FP32 (baseline),
-then ONNX Runtime with FP32, q8 and q4 BERT (the voice graphs are FP32 in all).
+then ONNX Runtime with FP32, q8 and q4 BERT (voice graphs FP32), and q8 BERT with
+the opt-in int8 decoder.
 
 Run: .venv/bin/python benchmarks/backends.py [--threads 2] [--window 128]
 
 Needs the models of benchmarks/torch_stages.py and their bundle:
     yomiage convert benchmarks/.cache/voice-full-0 benchmarks/.cache/bundle-full-0 \\
         --bert benchmarks/.cache/bert-full-0 --quantize q8,q4
+and, for onnx-q8-int8dec, the same voice converted with ``--decoder int8`` into
+benchmarks/.cache/bundle-full-0-int8 (calibrated with the full-size BERT).
 Each (configuration, text) runs in a fresh process: load (timed), one warm-up
 sentence, then the text once. Time to first audio is when the first decoder
 window of the first sentence is ready (ONNX only: the torch backend decodes
@@ -32,7 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from torch_stages import CACHE, TEXTS  # noqa: E402
 
-CONFIGS = ("torch-fp32", "onnx-fp32", "onnx-q8", "onnx-q4")
+CONFIGS = ("torch-fp32", "onnx-fp32", "onnx-q8", "onnx-q4", "onnx-q8-int8dec")
 
 
 def decoder_gflop_per_frame(voice_config: Path) -> float:
@@ -83,10 +86,16 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
 
         bundle = CACHE / "bundle-full-0"
         precision = config.split("-")[1]
+        int8 = config.endswith("int8dec")
         backend = OnnxBackend(
-            bundle / "bert", precision=precision, threads=threads, window_frames=window
+            bundle / "bert",
+            precision=precision,
+            threads=threads,
+            window_frames=window,
+            decoder_precision="int8" if int8 else "fp32",
         )
-        backend.add_voice("v", bundle)  # type: ignore[attr-defined]
+        voice = CACHE / "bundle-full-0-int8" if int8 else bundle
+        backend.add_voice("v", voice)  # type: ignore[attr-defined]
     load = time.perf_counter() - t0
     b: object = backend
     options = SynthesisOptions(seed=0)
