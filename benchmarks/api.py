@@ -46,14 +46,14 @@ def _engine(threads: int, decoder: str) -> tuple[object, float]:
     return tts, time.perf_counter() - start
 
 
-def child_text(text_id: str, threads: int, decoder: str) -> dict[str, float]:
+def child_text(text_id: str, threads: int, decoder: str, quick: bool) -> dict[str, float]:
     tts, load = _engine(threads, decoder)
     speaker = tts.speakers["v"]  # type: ignore[attr-defined]
     speaker.generate("ウォームアップです。", seed=0)
     start = time.perf_counter()
     first = None
     samples = 0
-    for chunk in speaker.stream(TEXTS[text_id], seed=0):
+    for chunk in speaker.stream(TEXTS[text_id], seed=0, quick_start=quick):
         first = first if first is not None else time.perf_counter() - start
         samples += len(chunk.samples)
     wall = time.perf_counter() - start
@@ -135,6 +135,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--texts", default=",".join(TEXTS))
     parser.add_argument("--decoder", choices=["fp32", "int8"], default="fp32")
+    parser.add_argument("--quick-start", action="store_true", help="stream with quick_start=True")
+    parser.add_argument("--only-texts", action="store_true", help="skip voices and concurrency")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -143,23 +145,26 @@ def main() -> None:
         elif args.child[0] == "concurrency":
             print(json.dumps(child_concurrency(int(args.child[1]), args.child[2])))
         else:
-            print(json.dumps(child_text(args.child[0], int(args.child[1]), args.child[2])))
+            quick = args.child[3] == "quick"
+            print(json.dumps(child_text(args.child[0], int(args.child[1]), args.child[2], quick)))
         return
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, Python "
         f"{platform.python_version()}, {args.threads} intra-op threads, q8 BERT, "
-        f"{args.decoder} decoder"
+        f"{args.decoder} decoder, quick_start={args.quick_start}"
     )
     print()
     print("| text | audio s | first chunk s | wall s | speed factor | prepare s | peak RSS MB |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for text_id in args.texts.split(","):
-        r = _child([text_id, str(args.threads), args.decoder])
+        r = _child([text_id, str(args.threads), args.decoder, "quick" if args.quick_start else "-"])
         a, w = float(r["audio"]), float(r["wall"])  # type: ignore[arg-type]
         print(
             f"| {text_id} | {a:.2f} | {r['first']:.3f} | {w:.2f} | {a / w:.2f}x "
             f"| {r['load']:.2f} | {r['rss']:.0f} |"
         )
+    if args.only_texts:
+        return
     voices = [_child(["voices", str(args.threads), args.decoder, str(n)]) for n in (1, 2, 3)]
     rss = [float(v["rss"]) for v in voices]  # type: ignore[arg-type]
     now = [float(v["now"]) for v in voices]  # type: ignore[arg-type]

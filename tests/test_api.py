@@ -336,3 +336,32 @@ def test_sbv2_folder_is_converted_once_into_the_cache(tiny_bundle: Path, tmp_pat
 def test_pre_download_leaves_local_folders(tiny_bundle: Path) -> None:
     tts = TTS(bert_source=tiny_bundle / "bert").load("v", source=tiny_bundle)
     assert tts.pre_download() == [tiny_bundle, tiny_bundle / "bert"]
+
+
+def test_quick_start_reads_the_first_clause_alone(tts: TTS) -> None:
+    speaker = tts.speakers["tiny"]
+    text = "駅前の小さな喫茶店で、古い友人と偶然再会して、学生時代の話に花を咲かせました。はい。"
+    plain = list(speaker.stream(text, seed=0))
+    quick = list(speaker.stream(text, seed=0, quick_start=True))
+    assert {c.sentence for c in plain} == {0, 1}
+    assert {c.sentence for c in quick} == {0, 1, 2}  # the clause, the rest, then "はい。"
+    first_clause = sum(len(c.samples) for c in quick if c.sentence == 0)
+    assert first_clause < sum(len(c.samples) for c in plain if c.sentence == 0) / 2
+    rest = next(c for c in quick if c.sentence == 1)
+    assert rest.samples[:64].any()  # no pause inserted after the comma...
+    last = next(c for c in quick if c.sentence == 2)
+    assert not last.samples[:441].any()  # ...but the full stop still gets one
+    words = [w.text for c in quick for w in c.timings.words]
+    assert words[:3] == ["駅前", "の", "小さな"]
+    short = list(speaker.stream("こんにちは、元気？", seed=0, quick_start=True))
+    assert {c.sentence for c in short} == {0}  # short first sentences are left whole
+
+
+def test_clause_helpers() -> None:
+    from yomiage.text.sentences import ends_at_comma, first_clause
+
+    assert first_clause("短い、文。") == ["短い、文。"]
+    long = "駅前の小さな喫茶店で、古い友人と偶然再会して、学生時代の話をしました。"
+    assert first_clause(long) == ["駅前の小さな喫茶店で、", long[11:]]
+    assert first_clause("あ、" + "い" * 30) == ["あ、" + "い" * 30]  # head too short: no cut
+    assert ends_at_comma("駅前で、 ") and not ends_at_comma("駅前で。")

@@ -33,6 +33,7 @@ from yomiage.pitch import adjust_pitch, require_world
 from yomiage.runtime.types import EncodedSentence, SynthesisBackend, SynthesisOptions
 from yomiage.text.frontend import Frontend
 from yomiage.text.g2p import Phonemes
+from yomiage.text.sentences import ends_at_comma, first_clause
 from yomiage.text.symbols import to_model_inputs
 from yomiage.timings import Timings, sentence_timings
 
@@ -69,6 +70,7 @@ def sentence_seed(seed: int, index: int) -> int:
 class _Sentence:
     phonemes: Phonemes
     seed: int
+    clause: bool = False  # ends at a comma: the next piece follows without a pause
 
 
 class Pipeline:
@@ -79,18 +81,21 @@ class Pipeline:
         self.frontend = frontend
         self.gate = gate
 
-    def sentences(self, text: str) -> list[Phonemes]:
-        """The text's sentences through g2p (spec §8.1); TextError if nothing is readable."""
+    def sentences(self, text: str, *, quick_start: bool = False) -> list[tuple[Phonemes, bool]]:
+        """The text's sentences through g2p (spec §8.1), each with whether it ends at a
+        comma (a clause cut from a longer sentence); TextError if nothing is readable."""
         if not isinstance(text, str):
             raise TextError(f"text must be a string, not {type(text).__name__}")
         parts = [s.strip() for s in self.frontend.split_sentences(text)]
         parts = [s for s in parts if s]
         if not parts:
             raise TextError("the text is empty")
+        if quick_start:
+            parts = first_clause(parts[0]) + parts[1:]
         out = []
         for part in parts:
             try:
-                out.append(self.frontend.g2p(part))
+                out.append((self.frontend.g2p(part), ends_at_comma(part)))
             except TextError:
                 if len(parts) == 1:
                     raise
@@ -103,11 +108,13 @@ class Pipeline:
         """Chunks of ``text`` read by ``voice``; validates everything before the first."""
         if options.changes_pitch:
             require_world()
-        phonemes = self.sentences(text)
+        phonemes = self.sentences(text, quick_start=options.quick_start)
         seed = options.seed
         if seed is None:
             seed = int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
-        sentences = [_Sentence(p, sentence_seed(seed, i)) for i, p in enumerate(phonemes)]
+        sentences = [
+            _Sentence(p, sentence_seed(seed, i), clause) for i, (p, clause) in enumerate(phonemes)
+        ]
         # Encode the first sentence here, so that bad options fail at the call.
         first = self._encode(voice, sentences[:1], options)[0]
         return self._chunks(voice, text, sentences, first, options, seed)
@@ -141,15 +148,18 @@ class Pipeline:
         pending: Iterator[tuple[EncodedSentence, Any]] = iter([first])
         pauses: list[float | None] = []
         previous: npt.NDArray[np.float32] | None = None
+        boundary = 0  # sentence ends met so far (clause cuts are not sentence ends)
         for index in range(len(sentences)):
             if index == 1:
                 pending = iter(self._encode(voice, sentences[1:], options))
-                pauses = self._pauses(voice, text, len(sentences), options, seed, sr, hop)
+                n_sentences = sum(not s.clause for s in sentences)
+                pauses = self._pauses(voice, text, n_sentences, options, seed, sr, hop)
             encoded, rng = next(pending)
             gap = 0
-            if previous is not None:
-                predicted = pauses[index - 1] if index - 1 < len(pauses) else None
+            if previous is not None and not sentences[index - 1].clause:
+                predicted = pauses[boundary] if boundary < len(pauses) else None
                 gap = gap_samples(predicted, trailing_silence(previous, sr), sr)
+                boundary += 1
             timings = sentence_timings(
                 encoded.phonemes,
                 encoded.inputs,
@@ -220,6 +230,8 @@ class Pipeline:
         Texts too long for one g2p or BERT pass get no prediction (the floor
         of :data:`yomiage.pauses.MIN_PAUSE_SECONDS` applies).
         """
+        if n_sentences < 2:
+            return []
         try:
             whole = self.frontend.g2p(text)
         except TextError as exc:

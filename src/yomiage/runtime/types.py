@@ -20,7 +20,10 @@ class SynthesisOptions:
     """Per-call options with SBV2's meanings and its API's defaults (spec §6).
 
     ``speed`` is SBV2's ``length_scale``: larger is slower. ``seed`` makes the
-    noise reproducible; ``None`` draws fresh noise each call.
+    noise reproducible; ``None`` draws fresh noise each call. ``quick_start``
+    reads a long first sentence's first clause (up to its first comma) on its
+    own, so the first audio of a stream comes sooner; the clause is then read
+    without the rest of the sentence as context (SBV2 never does this).
     """
 
     style: str = "Neutral"
@@ -33,6 +36,7 @@ class SynthesisOptions:
     pitch_scale: float = 1.0
     intonation_scale: float = 1.0
     seed: int | None = None
+    quick_start: bool = False
 
     def __post_init__(self) -> None:
         for name in (
@@ -65,6 +69,8 @@ class SynthesisOptions:
             raise ValueError(
                 f"intonation_scale must be between 0 and 4, got {self.intonation_scale}"
             )
+        if not isinstance(self.quick_start, bool):
+            raise ValueError(f"quick_start must be True or False, got {self.quick_start!r}")
         if self.seed is not None and (
             isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
         ):
@@ -92,6 +98,7 @@ class OptionFields(TypedDict, total=False):
     pitch_scale: float
     intonation_scale: float
     seed: int | None
+    quick_start: bool
 
 
 @dataclass(frozen=True)

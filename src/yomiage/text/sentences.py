@@ -94,3 +94,23 @@ def split_sentences(text: str, max_length: int = DEFAULT_MAX_LENGTH) -> list[str
     if pending:
         merged.append(pending)
     return merged
+
+
+def ends_at_comma(piece: str) -> bool:
+    """True for a clause cut from a longer sentence (it ends at a comma, not a full stop)."""
+    stripped = piece.rstrip()
+    return bool(stripped) and stripped[-1] in _COMMAS
+
+
+def first_clause(sentence: str, *, longer_than: int = 24, min_part: int = 6) -> list[str]:
+    """``sentence`` cut after its first comma when it is long, else ``[sentence]``.
+
+    Both parts keep at least ``min_part`` characters, so neither is a lone word.
+    """
+    text = sentence.strip()
+    if len(text) <= longer_than:
+        return [sentence]
+    for i, ch in enumerate(text):
+        if ch in _COMMAS and i + 1 >= min_part and len(text) - i - 1 >= min_part:
+            return [text[: i + 1], text[i + 1 :]]
+    return [sentence]
