@@ -1,0 +1,167 @@
+"""``yomiage generate`` with the tiny fixture voice: files, stdout, timings and errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yomiage import TTS
+from yomiage.cli import main
+
+TEXT = "こんにちは。今日はいい天気ですね。"
+YOMIAGE = [sys.executable, "-m", "yomiage"]
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_bundle: Path) -> TTS:
+    engine = TTS(bert_precision="fp32", threads=1)
+    return engine.load("tiny", source=tiny_bundle).prepare()
+
+
+def _args(bundle: Path, *extra: str) -> list[str]:
+    return ["generate", "--model", str(bundle), "--quantize", "none", "--threads", "1", *extra]
+
+
+def test_wav_file_is_the_librarys_audio(
+    tiny_bundle: Path, reference: TTS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "hello.wav"
+    options = ["--seed", "3", "--style", "Happy", "--speaker-id", "spk_b", "--speed", "1.2",
+               "--sdp-ratio", "0.4", "--noise", "0.5", "--noise-w", "0.7", "--style-weight", "2"]  # fmt: skip
+    assert main(_args(tiny_bundle, TEXT, "-o", str(out), *options)) == 0
+    expected = reference.speakers["tiny"].generate(
+        TEXT, seed=3, style="Happy", speaker_id=1, speed=1.2, sdp_ratio=0.4, noise=0.5,
+        noise_w=0.7, style_weight=2.0,
+    )  # fmt: skip
+    assert out.read_bytes() == expected.to_bytes("wav")
+    message = capsys.readouterr().err
+    assert message.startswith(f"wrote {out}: ") and "real time" in message
+
+
+@pytest.mark.parametrize(("name", "fmt"), [("out.flac", None), ("out.bin", "mp3"), ("o.ogg", None)])
+def test_other_formats(tiny_bundle: Path, tmp_path: Path, name: str, fmt: str | None) -> None:
+    soundfile = pytest.importorskip("soundfile")
+    out = tmp_path / name
+    assert (
+        main(_args(tiny_bundle, TEXT, "-o", str(out), "-q", *(["--format", fmt] if fmt else [])))
+        == 0
+    )
+    samples, rate = soundfile.read(out)
+    assert rate == 44100 and len(samples) > rate
+
+
+def test_stdin_to_stdout_streams_a_wav(tiny_bundle: Path, reference: TTS) -> None:
+    done = subprocess.run(
+        [*YOMIAGE, *_args(tiny_bundle, "-", "-o", "-", "--seed", "1", "-q")],
+        input=TEXT.encode(),
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    data = done.stdout
+    assert data[:4] == b"RIFF" and data[40:44] == b"\xff\xff\xff\xff"  # a stream's header
+    chunks = reference.speakers["tiny"].stream(TEXT, seed=1)
+    expected = np.concatenate([c.to_int16() for c in chunks])
+    np.testing.assert_array_equal(np.frombuffer(data[44:], "<i2"), expected)
+    assert done.stderr == b""
+
+
+def test_pcm_to_stdout_and_file_input(
+    tiny_bundle: Path, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    text_file = tmp_path / "in.txt"
+    text_file.write_text(TEXT, encoding="utf-8")
+    assert (
+        main(_args(tiny_bundle, "--file", str(text_file), "-o", "-", "--format", "pcm", "-q")) == 0
+    )
+    pcm = capsysbinary.readouterr().out
+    assert len(pcm) % 2 == 0 and len(pcm) > 2 * 44100
+    assert not pcm.startswith(b"RIFF")
+
+
+@pytest.mark.parametrize("suffix", [".srt", ".vtt", ".json"])
+def test_timings_files(tiny_bundle: Path, tmp_path: Path, suffix: str) -> None:
+    out, timings = tmp_path / "a.wav", tmp_path / f"a{suffix}"
+    assert main(_args(tiny_bundle, TEXT, "-o", str(out), "--timings", str(timings), "-q")) == 0
+    text = timings.read_text("utf-8")
+    with wave.open(io.BytesIO(out.read_bytes())) as w:
+        duration = w.getnframes() / w.getframerate()
+    if suffix == ".json":
+        record = json.loads(text)
+        assert record["duration"] == pytest.approx(duration, abs=1e-5)
+        assert [s["text"] for s in record["sentences"]] == [
+            "こんにちは。",
+            "今日はいい天気ですね。",
+        ]
+        assert record["words"][0]["text"] == "こんにちは"
+        ends = [s["end"] for s in record["phonemes"]]
+        assert ends == sorted(ends) and ends[-1] <= duration + 1e-6
+    else:
+        assert "こんにちは。" in text and "今日はいい天気ですね。" in text
+        separator = "," if suffix == ".srt" else "."
+        times = [line for line in text.splitlines() if "-->" in line]
+        assert len(times) == 2 and all(separator in t for t in times)
+        assert text.startswith("1\n" if suffix == ".srt" else "WEBVTT\n")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--style", "Nope"], "unknown style 'Nope'"),
+        (["--speaker-id", "nobody"], "unknown speaker 'nobody'"),
+        (["--speed", "0"], "speed must be between"),
+        (["--timings", "x.txt"], "--timings takes a .json, .srt or .vtt file"),
+        (["--file", "/nonexistent/in.txt"], "No such file"),
+    ],
+)
+def test_errors_are_one_line(
+    tiny_bundle: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    text = [] if "--file" in extra else [TEXT]
+    assert main(_args(tiny_bundle, *text, "-o", str(tmp_path / "x.wav"), *extra)) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("yomiage generate: ") and message in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "x.wav").exists()
+
+
+def test_voice_and_text_are_required(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["generate", TEXT, "-o", str(tmp_path / "x.wav")]) == 1
+    assert "name a voice" in capsys.readouterr().err
+    assert main(["generate", "--model", str(tmp_path), "-o", str(tmp_path / "x.wav")]) == 1
+    assert "give the text" in capsys.readouterr().err
+    assert main(["generate", "  ", "--model", str(tmp_path)]) == 1
+    assert "empty" in capsys.readouterr().err
+    assert main(["generate", TEXT, "--model", str(tmp_path / "none"), "-o", "x.wav"]) == 1
+    assert "no such folder" in capsys.readouterr().err
+
+
+def test_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main(["generate", "--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "--timings" in out and "--quantize" in out
+
+
+def test_generate_imports_neither_torch_nor_the_server(tiny_bundle: Path, tmp_path: Path) -> None:
+    """The fast path: a short sentence should not pay for torch or FastAPI imports."""
+    code = (
+        "import sys\nfrom yomiage.cli import main\n"
+        f"assert main({_args(tiny_bundle, TEXT, '-o', str(tmp_path / 'a.wav'), '-q')!r}) == 0\n"
+        "print(sorted(m for m in ('torch', 'transformers', 'fastapi', 'uvicorn') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
