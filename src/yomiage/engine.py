@@ -11,15 +11,27 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import Any
 
-from yomiage.errors import ModelLoadError, NotPreparedError
+from yomiage.errors import ModelLoadError, NotPreparedError, SourceNotFoundError
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.types import SynthesisBackend
-from yomiage.sources import BERT, Cache, download, lookup, resolve, resolve_name
+from yomiage.sources import (
+    BERT,
+    Cache,
+    HubSource,
+    download,
+    lookup,
+    names,
+    parse,
+    resolve,
+    resolve_name,
+)
 from yomiage.sources.catalog import Format
 from yomiage.speaker import Speaker
 from yomiage.synthesis import ComputeGate, Pipeline
@@ -166,22 +178,27 @@ class TTS:
         return self
 
     def pre_download(self) -> list[Path]:
-        """Fetch every declared voice and the BERT into the cache; load nothing.
+        """Fetch every declared voice and its BERT into the cache; load nothing.
 
         The build step of a container image: afterwards ``prepare()`` works
-        offline. Local folders are left as they are.
+        offline. Local folders are left as they are. The BERT is the one
+        ``prepare()`` would use: ``bert_source``, else one shipped beside the
+        voice (or in its hub repository), else the catalog's.
         """
         with self._lock:
             self._check_open()
             sources = [str(s) for s in self._declared.values()]
-        wanted = sources + ([str(self._bert_source)] if self._bert_source is not None else [])
-        return download(
-            wanted,
-            bert=self._bert_source is None,
-            format=self._format,
-            cache_dir=self.cache_dir,
-            token=self._token,
-        )
+        fetch = partial(download, format=self._format, cache_dir=self.cache_dir, token=self._token)
+        fetched = fetch(sources)
+        if self._bert_source is not None:
+            return fetched + fetch([str(self._bert_source)])
+        if self.backend_name == "onnx":
+            if any(_bert_beside(f) for f in fetched):
+                return fetched
+            pair = self._bert_in_same_repo()
+            if pair is not None:
+                return fetched + [p for p in pair if p is not None]
+        return fetched + fetch([], bert=True)
 
     @property
     def speakers(self) -> Mapping[str, Speaker]:
@@ -287,27 +304,42 @@ class TTS:
         if self._bert_source is not None:
             folder = self._resolve(self._bert_source)
             if self._bert_source == BERT.name and self.backend_name == "onnx":
-                return folder, resolve(BERT.tokenizer_source, cache_dir=self.cache_dir,
-                                       offline=self.offline, token=self._token)  # fmt: skip
+                return folder, self._fetch(BERT.tokenizer_source)
         else:
-            beside = next((b for b in map(_bert_beside, voices) if b is not None), None)
-            if beside is not None and self.backend_name == "onnx":
-                return beside
+            if self.backend_name == "onnx":
+                beside = next((b for b in map(_bert_beside, voices) if b is not None), None)
+                beside = beside or self._bert_in_same_repo()
+                if beside is not None:
+                    return beside
             folder = self._resolve(BERT.name)
             if self.backend_name == "onnx":
-                tokenizer = resolve(
-                    BERT.tokenizer_source,
-                    cache_dir=self.cache_dir,
-                    offline=self.offline,
-                    token=self._token,
-                )
-                return folder, tokenizer
+                return folder, self._fetch(BERT.tokenizer_source)
         if self.backend_name == "onnx" and _is_raw_bert(folder):
             from yomiage.autoconvert import converted_bert
 
             quantize = "none" if self.bert_precision == "fp32" else self.bert_precision
             return converted_bert(folder, Cache.at(self.cache_dir), quantize), None
         return folder, None
+
+    def _fetch(self, source: str | HubSource) -> Path:
+        """A source's folder (no catalog lookup), through this engine's cache settings."""
+        return resolve(
+            str(source), cache_dir=self.cache_dir, offline=self.offline, token=self._token
+        )
+
+    def _bert_in_same_repo(self) -> tuple[Path, Path | None] | None:
+        """HayaKoe's BERT from the hub repository a HayaKoe-layout voice came from."""
+        for source in self._declared.values():
+            src = parse(source) if isinstance(source, str) and source not in names() else None
+            if not isinstance(src, HubSource) or not src.subfolder.startswith("onnx/speakers/"):
+                continue
+            siblings = [replace(src, subfolder=sub) for sub in ("onnx/bert/q8", "bert/tokenizer")]
+            try:
+                bert, tokenizer = (self._fetch(s) for s in siblings)
+            except SourceNotFoundError:
+                continue
+            return bert, tokenizer
+        return None
 
     def _make_backend(self, voices: list[Path]) -> Any:
         bert_dir, tokenizer_dir = self._bert_dirs(voices)

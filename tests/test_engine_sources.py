@@ -1,0 +1,68 @@
+"""TTS end to end through remote sources: a loopback hub in HayaKoe's layout, then offline."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import FIXTURES
+from tests.sources_servers import HubState, fake_hub
+from yomiage import TTS
+from yomiage.errors import OfflineError
+
+TINY = FIXTURES / "sbv2_tiny"
+
+
+def _hayakoe_repo(tiny_bundle: Path, speaker: str) -> dict[str, bytes]:
+    """The tiny fixture voice, its ONNX exports and our tiny BERT, laid out as HayaKoe's repo."""
+    files = {
+        f"onnx/speakers/{speaker}/{name}": (TINY / "model" / name).read_bytes()
+        for name in ("config.json", "style_vectors.npy")
+    }
+    for graph in ("synthesizer", "duration_predictor"):
+        with gzip.open(TINY / "onnx" / f"{graph}.onnx.gz") as src:
+            files[f"onnx/speakers/{speaker}/{graph}.onnx"] = src.read()
+    files["onnx/bert/q8/bert_q8.onnx"] = (tiny_bundle / "bert" / "bert.onnx").read_bytes()
+    files["onnx/bert/q8/bert.onnx.data"] = (tiny_bundle / "bert" / "bert.onnx.data").read_bytes()
+    for path in (TINY / "bert" / "tokenizer").iterdir():
+        files[f"bert/tokenizer/{path.name}"] = path.read_bytes()
+    return files
+
+
+@pytest.fixture
+def hub(tiny_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
+    with fake_hub() as (endpoint, state):
+        state.add_repo("lemondouble/hayakoe", _hayakoe_repo(tiny_bundle, "jvnv-F1-jp"))
+        state.add_repo("someone/voices", _hayakoe_repo(tiny_bundle, "mine"))
+        monkeypatch.setenv("HF_ENDPOINT", endpoint)
+        for var in ("HF_HUB_OFFLINE", "YOMIAGE_OFFLINE", "HF_TOKEN"):
+            monkeypatch.delenv(var, raising=False)
+        yield state
+
+
+def test_catalog_name_downloads_then_works_offline(hub: HubState, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    with TTS(cache_dir=cache).load("jvnv-F1-jp").prepare() as tts:
+        online = tts.speakers["jvnv-F1-jp"].generate("こんにちは。", noise=0, noise_w=0)
+    with TTS(cache_dir=cache, offline=True).load("jvnv-F1-jp").prepare() as tts:
+        offline = tts.speakers["jvnv-F1-jp"].generate("こんにちは。", noise=0, noise_w=0)
+    np.testing.assert_array_equal(online.samples, offline.samples)
+    with pytest.raises(OfflineError, match="yomiage download jvnv-F2-jp"):
+        TTS(cache_dir=cache, offline=True).load("jvnv-F2-jp").prepare()
+
+
+def test_hub_source_takes_the_bert_of_its_repo(hub: HubState, tmp_path: Path) -> None:
+    source = "hf://someone/voices/onnx/speakers/mine"
+    tts = TTS(cache_dir=tmp_path / "cache").load("mine", source=source)
+    fetched = tts.pre_download()
+    assert fetched[0].name == "mine"
+    with tts.prepare():
+        audio = tts.speakers["mine"].generate("はい。", noise=0, noise_w=0)
+    assert audio.duration > 0
+    # The BERT came from someone/voices, not from the catalog's repository.
+    assert (tmp_path / "cache" / "hub" / "someone--voices" / "main" / "onnx" / "bert").is_dir()
+    assert not (tmp_path / "cache" / "hub" / "lemondouble--hayakoe").exists()
