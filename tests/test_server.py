@@ -425,7 +425,8 @@ def test_health_ready_and_metrics(server: RunningServer, client: Any) -> None:
     client.audio.speech.create(model="tts-1", voice="alloy", input=TEXT, response_format="wav")
     with server.client(headers={"Authorization": f"Bearer {KEY}"}) as http:
         assert http.get("/health").json() == {"status": "healthy"}
-        assert http.get("/ready").json()["status"] == "ready"
+        ready = http.get("/ready").json()
+        assert ready == {"status": "ready", "voices": ["tiny", "tiny2"], "max_input_chars": 4096}
         response = http.get("/metrics")
     assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
     text = response.text
@@ -501,3 +502,28 @@ def test_user_dictionary_routes(tts: TTS, server: RunningServer) -> None:
         assert gone.status_code == 404 and _error(gone)["code"] == "word_not_found"
     with serve(tts, ServerConfig(warmup=False, dict_api="off")) as closed, closed.client() as http:
         assert http.get("/user_dict").status_code == 403
+
+
+def test_failure_mid_stream_breaks_the_connection(
+    tts: TTS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short file must never look complete: the client sees a broken body."""
+    import httpx
+
+    from yomiage.server.speech import ChunkPump
+
+    real = ChunkPump._step
+    calls = {"n": 0}
+
+    def failing(self: ChunkPump) -> Any:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise RuntimeError("decoder exploded")
+        return real(self)
+
+    monkeypatch.setattr(ChunkPump, "_step", failing)
+    with serve(tts, ServerConfig(warmup=False)) as server:
+        with server.client() as http, pytest.raises(httpx.RemoteProtocolError):
+            http.post("/tts", json={"text": LONG})
+        server.wait_idle()
+        assert 'yomiage_errors_total{type="stream"} 1' in httpx_get(server, "/metrics")

@@ -178,7 +178,8 @@ def _add_operations(app: FastAPI, state: ServerState) -> None:
         """200 once every voice is loaded and warmed; 503 before (or if warm-up failed)."""
         if not state.ready:
             raise _not_ready(state)
-        return {"status": "ready", "voices": list(state.speakers)}
+        limit = state.config.max_input_chars
+        return {"status": "ready", "voices": list(state.speakers), "max_input_chars": limit}
 
     @app.get("/metrics", tags=["operations"])
     async def metrics() -> Response:

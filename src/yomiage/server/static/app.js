@@ -62,6 +62,11 @@ async function loadVoices() {
   if (preferred) $("voice").value = preferred.id;
   voiceChanged();
   const ready = await fetch("/ready");
+  if (ready.ok) {
+    const limit = (await ready.json()).max_input_chars;
+    $("text").maxLength = limit;
+    $("char-limit").textContent = String(limit);
+  }
   $("server-status").textContent =
     (ready.ok ? "ready" : "warming up") + " · " + voices.length + " voice(s)";
 }
