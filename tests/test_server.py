@@ -527,3 +527,13 @@ def test_failure_mid_stream_breaks_the_connection(
             http.post("/tts", json={"text": LONG})
         server.wait_idle()
         assert 'yomiage_errors_total{type="stream"} 1' in httpx_get(server, "/metrics")
+
+
+def test_back_to_back_requests_never_find_their_own_slot_taken(tts: TTS) -> None:
+    """Regression: the slot was freed after the last byte was sent, so a client's next
+    request could arrive while its finished one still counted, and got a 429."""
+    config = ServerConfig(warmup=False, max_concurrency=1, max_queue=0)
+    with serve(tts, config) as server, server.client() as http:
+        for fmt in ("wav", "pcm", "flac", "wav", "pcm", "flac") * 3:
+            body = {"text": "はい。", "format": fmt}
+            assert http.post("/tts", json=body).status_code == 200

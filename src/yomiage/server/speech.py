@@ -213,6 +213,9 @@ class SpeechResponse(Response):
         job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)
         while (chunk := await job.pump.next()) is not None:
             await self._body(send, encoder.chunk(chunk))
+        # Free the slot before the client can see the end, so its next request
+        # never finds its own finished one still counted.
+        await job.finish(complete=True)
         await self._body(send, encoder.finish())
         await self._done_event(send)
 
@@ -224,6 +227,7 @@ class SpeechResponse(Response):
         audio = Audio.from_chunks(chunks, job.first.sample_rate)
         loop = asyncio.get_running_loop()
         data = await loop.run_in_executor(job.executor, encode_whole, audio, job.fmt)
+        await job.finish(complete=True)
         await self._start(send, None if job.sse else len(data))
         job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)
         await self._body(send, data)
