@@ -165,3 +165,40 @@ def test_generate_imports_neither_torch_nor_the_server(tiny_bundle: Path, tmp_pa
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_progress_bar_only_on_a_terminal(tiny_bundle: Path, tmp_path: Path) -> None:
+    import os
+    import pty
+
+    text = "今日はいい天気ですね。" * 4
+    command = [*YOMIAGE, *_args(tiny_bundle, text, "-o", str(tmp_path / "a.wav"))]
+    master, slave = pty.openpty()
+    try:
+        done = subprocess.run(command, stderr=slave, stdout=subprocess.DEVNULL, timeout=120)
+        os.close(slave)
+        seen = b""
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # the terminal's other end is closed: all read
+                break
+            if not data:
+                break
+            seen += data
+    finally:
+        os.close(master)
+    assert done.returncode == 0
+    assert b"\r[" in seen and b"sentence" in seen and b"wrote " in seen
+    piped = subprocess.run(command, capture_output=True, timeout=120, check=True)
+    assert b"\r" not in piped.stderr and piped.stderr.startswith(b"wrote ")
+
+
+@pytest.mark.parametrize(
+    "command", ["generate", "serve", "voices", "download", "convert", "dict", "g2p", "dev"]
+)
+def test_every_command_has_examples(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        main([command, "--help"])
+    assert caught.value.code == 0
+    assert f"yomiage {command}" in capsys.readouterr().out.split("examples:", 1)[1]

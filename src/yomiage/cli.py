@@ -260,6 +260,8 @@ def build_parser() -> argparse.ArgumentParser:
     dl.set_defaults(func=_cmd_download)
 
     vc = sub.add_parser("voices", help="list the known voices, their licenses and sources")
+    vc.epilog = "examples:\n  yomiage voices\n  yomiage voices --format sbv2 --json"
+    vc.formatter_class = argparse.RawDescriptionHelpFormatter
     vc.add_argument("--format", choices=["onnx", "sbv2"], default="onnx",
                     help="which source to show and check in the cache")  # fmt: skip
     vc.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $YOMIAGE_CACHE)")

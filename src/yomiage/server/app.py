@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from yomiage import __version__
@@ -32,7 +32,7 @@ from yomiage.server.limits import AdmissionGate, Rejected, Slot
 from yomiage.server.metrics import CONTENT_TYPE, ServerMetrics
 from yomiage.server.middleware import GuardMiddleware, MetricsMiddleware
 from yomiage.server.schemas import SpeechRequest, SynthesisFields, TTSRequest, WordRequest
-from yomiage.server.speech import ChunkPump, SpeechJob, SpeechResponse
+from yomiage.server.speech import ChunkPump, SpeechJob, SpeechResponse, client_left
 from yomiage.speaker import Speaker
 
 log = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ def _add_openai(app: FastAPI, state: ServerState) -> None:
         return {"voices": [_voice_record(state, n, s) for n, s in state.speakers.items()]}
 
     @app.post("/v1/audio/speech", tags=["openai"], response_class=Response)
-    async def speech(body: SpeechRequest) -> Response:
+    async def speech(body: SpeechRequest, request: Request) -> Response:
         """OpenAI's text to speech. The engine's options may be sent as extra fields."""
         received = time.perf_counter()
         if body.model not in MODEL_IDS:
@@ -252,14 +252,14 @@ def _add_openai(app: FastAPI, state: ServerState) -> None:
             param="response_format",
         )
         return await _speak(
-            state, speaker, body.input, fields, fmt, "/v1/audio/speech", received,
+            state, request, speaker, body.input, fields, fmt, "/v1/audio/speech", received,
             sse=body.stream_format == "sse", text_param="input",
         )  # fmt: skip
 
 
 def _add_native(app: FastAPI, state: ServerState) -> None:
     @app.post("/tts", tags=["native"], response_class=Response)
-    async def tts(body: TTSRequest) -> Response:
+    async def tts(body: TTSRequest, request: Request) -> Response:
         """Every option of the Python API; ``speed`` is its length scale (2 = half as fast)."""
         received = time.perf_counter()
         name = _voice_name(state, body.voice or state.default_voice, openai=False)
@@ -273,8 +273,9 @@ def _add_native(app: FastAPI, state: ServerState) -> None:
             param="format",
         )
         return await _speak(
-            state, speaker, body.text, fields, fmt, "/tts", received, sse=False, text_param="text"
-        )
+            state, request, speaker, body.text, fields, fmt, "/tts", received, sse=False,
+            text_param="text",
+        )  # fmt: skip
 
 
 def _add_dictionary(app: FastAPI, state: ServerState) -> None:
@@ -413,6 +414,7 @@ def _fields(speaker: Speaker, body: SynthesisFields, *, speed: float | None) -> 
 
 async def _speak(
     state: ServerState,
+    request: Request,
     speaker: Speaker,
     text: str,
     fields: dict[str, Any],
@@ -437,7 +439,7 @@ async def _speak(
     if not state.ready:
         state.metrics.rejected.inc("not_ready")
         raise _not_ready(state)
-    slot = await _admit(state)
+    slot = await _admit(state, request)
     pump = ChunkPump(state.executor, speaker, text, fields)
     try:
         first = await pump.next()
@@ -454,9 +456,27 @@ async def _speak(
     return SpeechResponse(job)
 
 
-async def _admit(state: ServerState) -> Slot:
+async def _admit(state: ServerState, request: Request) -> Slot:
+    """A slot, waiting in the queue if need be; gives up if the client leaves meanwhile."""
+    gate = state.gate
     try:
-        return await state.gate.acquire()
+        if gate.active < gate.limit:
+            return await gate.acquire()
+        waiting = asyncio.ensure_future(gate.acquire())
+        left = asyncio.ensure_future(client_left(request.receive))
+        try:
+            await asyncio.wait({waiting, left}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (waiting, left):
+                task.cancel()
+            await asyncio.gather(waiting, left, return_exceptions=True)
+        if not waiting.cancelled():
+            slot = waiting.result()  # raises Rejected if the wait timed out
+            if left.cancelled():
+                return slot
+            slot.release()  # got one just as the client left
+        state.metrics.disconnects.inc()
+        raise APIError(499, "the client left while queued", code="client_closed_request")
     except Rejected as exc:
         state.metrics.rejected.inc(exc.reason)
         if exc.reason == "queue_full":

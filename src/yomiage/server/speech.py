@@ -125,7 +125,7 @@ class SpeechJob:
                 self.metrics.rtf.observe(wall / seconds, self.voice)
 
 
-async def _client_left(receive: Receive) -> None:
+async def client_left(receive: Receive) -> None:
     """Returns when the client disconnects (the request body was read already)."""
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -154,7 +154,7 @@ class SpeechResponse(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         job = self.job
         produce = asyncio.ensure_future(self._produce(send))
-        watch = asyncio.ensure_future(_client_left(receive))
+        watch = asyncio.ensure_future(client_left(receive))
         complete = failed = False
         try:
             await asyncio.wait({produce, watch}, return_when=asyncio.FIRST_COMPLETED)
