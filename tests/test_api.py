@@ -365,3 +365,24 @@ def test_clause_helpers() -> None:
     assert first_clause(long) == ["駅前の小さな喫茶店で、", long[11:]]
     assert first_clause("あ、" + "い" * 30) == ["あ、" + "い" * 30]  # head too short: no cut
     assert ends_at_comma("駅前で、 ") and not ends_at_comma("駅前で。")
+
+
+def test_long_text_is_batched_in_bounded_groups(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
+    from yomiage import synthesis
+
+    pipeline = tts._pipeline
+    assert pipeline is not None
+    batches: list[int] = []
+    real = pipeline.backend.bert_features
+
+    def counted(sentences: Any) -> Any:
+        batches.append(len(sentences))
+        return real(sentences)
+
+    monkeypatch.setattr(pipeline.backend, "bert_features", counted)
+    text = "".join(f"これは{i}番目の文です。" for i in range(1, 21))
+    chunks = list(tts.speakers["tiny"].stream(text, seed=0))
+    assert sorted({c.sentence for c in chunks}) == list(range(20))
+    # first sentence alone, the whole text once for the pauses, then groups
+    group = synthesis.BERT_GROUP
+    assert batches == [1, 1, group, group, 20 - 1 - 2 * group]

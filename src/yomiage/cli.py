@@ -288,6 +288,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     try:
         return int(args.func(args))
+    except BrokenPipeError:  # the reader went away (`| head`): not an error
+        return 0
     except (YomiageError, ValueError, OSError) as exc:
         print(f"yomiage {args.command}: {exc}", file=sys.stderr)
         return 1
@@ -300,5 +302,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except BrokenPipeError:
-        return 0

@@ -4,7 +4,8 @@ Order of work for a request, chosen so the first audio leaves early:
 
 1. split into sentences and run g2p on each (fails early on unreadable text);
 2. BERT + encoder for the first sentence alone, then its audio window by window;
-3. BERT for all remaining sentences in one batched call;
+3. BERT for the following sentences in batched calls of up to
+   :data:`BERT_GROUP` sentences, each made when the stream reaches it;
 4. the whole text once through BERT + encoder for the pauses (spec §8.3),
    needed only before the second sentence starts;
 5. each later sentence: the pause (zeros), then its audio window by window.
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _PAUSE_STREAM = 2**32 - 1  # sub-seed of the whole-text pause prediction
 MAX_BERT_TOKENS = 512  # DeBERTa-v2's position range, [CLS] and [SEP] included
+BERT_GROUP = 8  # sentences per batched BERT call after the first sentence
 
 
 class ComputeGate:
@@ -151,9 +153,13 @@ class Pipeline:
         boundary = 0  # sentence ends met so far (clause cuts are not sentence ends)
         for index in range(len(sentences)):
             if index == 1:
-                pending = iter(self._encode(voice, sentences[1:], options))
                 n_sentences = sum(not s.clause for s in sentences)
                 pauses = self._pauses(voice, text, n_sentences, options, seed, sr, hop)
+            if index >= 1 and (index - 1) % BERT_GROUP == 0:
+                # The next sentences' BERT in one batch, a bounded group at a time:
+                # one batch of a whole book would hold the stream (and its slot) for
+                # seconds between two sentences.
+                pending = iter(self._encode(voice, sentences[index : index + BERT_GROUP], options))
             encoded, rng = next(pending)
             gap = 0
             if previous is not None and not sentences[index - 1].clause:
