@@ -202,3 +202,17 @@ def test_every_command_has_examples(command: str, capsys: pytest.CaptureFixture[
         main([command, "--help"])
     assert caught.value.code == 0
     assert f"yomiage {command}" in capsys.readouterr().out.split("examples:", 1)[1]
+
+
+def test_decoder_and_quick_start_flags(
+    tiny_bundle: Path, reference: TTS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "q.wav"
+    text = "駅前の小さな喫茶店で、古い友人と偶然再会して、学生時代の話に花を咲かせました。"
+    assert main(_args(tiny_bundle, text, "-o", str(out), "--seed", "1", "--quick-start")) == 0
+    expected = reference.speakers["tiny"].generate(text, seed=1, quick_start=True)
+    assert out.read_bytes() == expected.to_bytes("wav")
+    capsys.readouterr()
+    assert main(_args(tiny_bundle, "はい。", "-o", str(out), "--decoder", "int8")) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--decoder int8" in err

@@ -55,6 +55,12 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None
         default="q8",
         help="BERT precision on CPU: q8 (default), q4 or none (float32)",
     )
+    engine.add_argument(
+        "--decoder",
+        choices=["fp32", "int8"],
+        default="fp32",
+        help="decoder precision on CPU: int8 needs a bundle converted with --decoder int8",
+    )
     engine.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $YOMIAGE_CACHE)")
     engine.add_argument(
         "--offline", action="store_true", help="never touch the network (use the cache only)"
@@ -85,6 +91,12 @@ def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
         "--intonation-scale", type=float, metavar="X", help="needs yomiage[pitch] (default 1)"
     )
     g.add_argument("--seed", type=int, metavar="N", help="same seed, same audio")
+    g.add_argument(
+        "--quick-start",
+        action="store_true",
+        default=None,
+        help="read a long first sentence's first clause alone: first audio sooner",
+    )
 
 
 def synthesis_fields(args: argparse.Namespace, speaker: Speaker) -> dict[str, Any]:
@@ -100,6 +112,7 @@ def synthesis_fields(args: argparse.Namespace, speaker: Speaker) -> dict[str, An
         "pitch_scale",
         "intonation_scale",
         "seed",
+        "quick_start",
     ):
         value = getattr(args, name, None)
         if value is not None:
@@ -161,6 +174,7 @@ def make_tts(args: argparse.Namespace) -> TTS:
         bert_precision=QUANTIZE[args.quantize],
         user_dictionary=args.user_dict,
         offline=True if args.offline else None,
+        decoder_precision=args.decoder,
     )
     try:
         for name, source in voice_sources(args):
