@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -23,15 +22,17 @@ from fastapi.responses import Response
 
 from yomiage import __version__
 from yomiage.engine import TTS, WARMUP_TEXT
-from yomiage.errors import MissingExtraError, TextError, UserDictionaryError
+from yomiage.errors import MissingExtraError, TextError
 from yomiage.server import errors
 from yomiage.server.config import MODEL_IDS, OPENAI_VOICES, ServerConfig
+from yomiage.server.dictionary_routes import add_dictionary_routes
 from yomiage.server.encoding import OutputFormat, output_format
 from yomiage.server.errors import APIError
 from yomiage.server.limits import AdmissionGate, Rejected, Slot
 from yomiage.server.metrics import CONTENT_TYPE, ServerMetrics
 from yomiage.server.middleware import GuardMiddleware, MetricsMiddleware
-from yomiage.server.schemas import SpeechRequest, SynthesisFields, TTSRequest, WordRequest
+from yomiage.server.playground import add_playground_routes
+from yomiage.server.schemas import SpeechRequest, SynthesisFields, TTSRequest
 from yomiage.server.speech import ChunkPump, SpeechJob, SpeechResponse, client_left
 from yomiage.speaker import Speaker
 
@@ -39,16 +40,6 @@ log = logging.getLogger(__name__)
 
 OPENAI_PCM_RATE = 24000  # what OpenAI clients assume for headerless pcm
 _CREATED = 1735689600  # a fixed "created" time for /v1/models (2025-01-01)
-_STATIC = {
-    "index.html": "text/html; charset=utf-8",
-    "app.js": "text/javascript; charset=utf-8",
-    "style.css": "text/css; charset=utf-8",
-}
-_PAGE_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "media-src 'self' blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-    "frame-ancestors 'none'"
-)
 
 
 @dataclass
@@ -135,9 +126,9 @@ def create_app(tts: TTS, config: ServerConfig | None = None) -> FastAPI:
     _add_operations(app, state)
     _add_openai(app, state)
     _add_native(app, state)
-    _add_dictionary(app, state)
+    add_dictionary_routes(app, state)
     if config.playground:
-        _add_playground(app)
+        add_playground_routes(app)
     return app
 
 
@@ -276,84 +267,6 @@ def _add_native(app: FastAPI, state: ServerState) -> None:
             state, request, speaker, body.text, fields, fmt, "/tts", received, sse=False,
             text_param="text",
         )  # fmt: skip
-
-
-def _add_dictionary(app: FastAPI, state: ServerState) -> None:
-    mode = state.config.dict_api
-
-    def allow(write: bool) -> None:
-        if mode == "off" or (write and mode != "write"):
-            what = "is off" if mode == "off" else "is read-only"
-            raise APIError(
-                403,
-                f"the user dictionary API {what} on this server "
-                "(start it with --dict-api write to allow changes)",
-                code="dictionary_api_disabled",
-            )
-
-    def record(word: Any) -> dict[str, Any]:
-        return {
-            "surface": word.surface,
-            "reading": word.reading,
-            "accent": word.accent,
-            "priority": word.priority,
-            "word_type": word.word_type,
-        }
-
-    @app.get("/user_dict", tags=["dictionary"])
-    async def list_words() -> dict[str, Any]:
-        allow(write=False)
-        return {"words": [record(w) for w in state.tts.words()]}
-
-    @app.post("/user_dict", tags=["dictionary"], status_code=201)
-    async def add_word(body: WordRequest) -> dict[str, Any]:
-        """Add or replace a word; it applies from the next request on."""
-        allow(write=True)
-        loop = asyncio.get_running_loop()
-        try:
-            word = await loop.run_in_executor(
-                state.executor,
-                lambda: state.tts.add_word(
-                    body.surface, body.reading, body.accent, body.priority, body.word_type
-                ),
-            )
-        except UserDictionaryError as exc:
-            raise APIError(400, str(exc), code="invalid_word") from None
-        return record(word)
-
-    @app.delete("/user_dict/{surface}", tags=["dictionary"])
-    async def remove_word(surface: str) -> dict[str, Any]:
-        allow(write=True)
-        known = {w.surface for w in state.tts.words()}
-        if surface not in known:
-            raise APIError(404, f"{surface!r} is not in the user dictionary", code="word_not_found")
-        loop = asyncio.get_running_loop()
-        try:
-            word = await loop.run_in_executor(state.executor, state.tts.remove_word, surface)
-        except UserDictionaryError as exc:
-            raise APIError(404, str(exc), code="word_not_found") from None
-        return record(word)
-
-
-def _add_playground(app: FastAPI) -> None:
-    def page(name: str) -> Response:
-        data = resources.files("yomiage.server").joinpath("static").joinpath(name).read_bytes()
-        headers = {"Cache-Control": "no-cache"}
-        if name == "index.html":
-            headers["Content-Security-Policy"] = _PAGE_POLICY
-        return Response(data, media_type=_STATIC[name], headers=headers)
-
-    @app.get("/", include_in_schema=False)
-    async def index() -> Response:
-        return page("index.html")
-
-    @app.get("/playground/app.js", include_in_schema=False)
-    async def script() -> Response:
-        return page("app.js")
-
-    @app.get("/playground/style.css", include_in_schema=False)
-    async def style() -> Response:
-        return page("style.css")
 
 
 # -- helpers -----------------------------------------------------------------
