@@ -386,3 +386,28 @@ def test_long_text_is_batched_in_bounded_groups(tts: TTS, monkeypatch: pytest.Mo
     # first sentence alone, the whole text once for the pauses, then groups
     group = synthesis.BERT_GROUP
     assert batches == [1, 1, group, group, 20 - 1 - 2 * group]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="needs Task.cancelling (Python 3.11)")
+def test_aclose_waits_until_the_stream_has_stopped(
+    tts: TTS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    speaker = tts.speakers["tiny"]
+    pipeline = tts._pipeline
+    assert pipeline is not None
+    made: list[Any] = []
+    real = pipeline.stream
+
+    def recorded(*args: Any) -> Any:
+        made.append(real(*args))
+        return made[-1]
+
+    monkeypatch.setattr(pipeline, "stream", recorded)
+
+    async def main() -> None:
+        stream = speaker.astream("今日はいい天気ですね。散歩に行きましょう。", seed=0)
+        await stream.__anext__()
+        await stream.aclose()  # type: ignore[attr-defined]
+        assert made[0].gi_frame is None  # the synthesis generator has finished closing
+
+    asyncio.run(main())

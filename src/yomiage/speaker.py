@@ -87,9 +87,14 @@ class Speaker:
                     return
                 yield chunk  # type: ignore[misc]
         finally:
-            # Never wait here: a cancelled consumer must not block the loop.
-            # The close runs after any step still in flight.
-            loop.run_in_executor(None, steps.close)
+            # The close runs in a worker, after any step still in flight. A
+            # consumer that stopped (aclose) waits for it, so compute has stopped
+            # when it returns; a cancelled one does not wait (it must not block).
+            closing = loop.run_in_executor(None, steps.close)
+            task = asyncio.current_task()
+            cancelling = getattr(task, "cancelling", None)  # Python 3.11+
+            if cancelling is not None and not cancelling():
+                await closing
 
     async def agenerate(self, text: str, **fields: Unpack[OptionFields]) -> Audio:
         """:meth:`generate` for asyncio; cancelling it stops the synthesis."""
