@@ -11,7 +11,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any
 
-from yomiage.runtime.types import SynthesisOptions
+from yomiage.runtime.types import OptionFields, SynthesisOptions
 
 if TYPE_CHECKING:
     from yomiage import TTS
@@ -102,18 +102,9 @@ def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
 def synthesis_fields(args: argparse.Namespace, speaker: Speaker) -> dict[str, Any]:
     """The flags given (others keep the API's defaults), checked against ``speaker``."""
     fields: dict[str, Any] = {}
-    for name in (
-        "style",
-        "style_weight",
-        "speed",
-        "sdp_ratio",
-        "noise",
-        "noise_w",
-        "pitch_scale",
-        "intonation_scale",
-        "seed",
-        "quick_start",
-    ):
+    for name in OptionFields.__annotations__:
+        if name == "speaker_id":  # a number or a name: resolved below
+            continue
         value = getattr(args, name, None)
         if value is not None:
             fields[name] = value

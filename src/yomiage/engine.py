@@ -292,8 +292,9 @@ class TTS:
         )
 
     def _voice_folder(self, name: str, source: str | Path) -> Path:
-        folder = self._checked_folder(name, self._resolve(source))
-        if self.backend_name == "onnx" and detect_layout(folder) is VoiceLayout.SBV2:
+        folder = self._resolve(source)
+        layout = self._layout(name, folder)
+        if self.backend_name == "onnx" and layout is VoiceLayout.SBV2:
             from yomiage.autoconvert import converted_voice
 
             folder = converted_voice(folder, Cache.at(self.cache_dir))
@@ -361,7 +362,8 @@ class TTS:
             ) from exc
         return TorchBackend(bert_dir, device=self.device, threads=self.threads)
 
-    def _checked_folder(self, name: str, folder: Path) -> Path:
+    def _layout(self, name: str, folder: Path) -> VoiceLayout:
+        """The folder's kind; ModelLoadError if it is none, or not one this backend runs."""
         layout = detect_layout(folder)
         if layout is None:
             raise ModelLoadError(
@@ -373,7 +375,7 @@ class TTS:
                 f"voice {name!r}: {folder} is a {layout.value}; the PyTorch backend needs the "
                 "SBV2 folder (config.json + .safetensors)"
             )
-        return folder
+        return layout
 
     def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
         backend: SynthesisBackend = pipeline.backend

@@ -94,19 +94,21 @@ class HayakoeVoice:
         outputs = dict(zip(self._outputs, self._run(self.synthesizer, feeds), strict=True))
         audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
         if "durations" in outputs:
-            durations = outputs["durations"][0].astype(np.int64)
-        else:
-            assert self.duration_predictor is not None  # checked at load
-            durations = self._run(self.duration_predictor, feeds)[0][0].astype(np.int64)
+            return outputs["durations"][0].astype(np.int64), audio
+        durations = self._predicted(feeds)
+        if durations is None:  # load refuses such a folder; kept for a clear error
+            raise ModelLoadError("this HayaKoe voice gives no durations")
         return durations, audio
 
     def predict_durations(
         self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
     ) -> npt.NDArray[np.int64] | None:
+        return self._predicted(self._feeds(x, options))
+
+    def _predicted(self, feeds: dict[str, Any]) -> npt.NDArray[np.int64] | None:
         if self.duration_predictor is None:
             return None
-        durations = self._run(self.duration_predictor, self._feeds(x, options))[0][0]
-        return np.asarray(durations, dtype=np.int64)
+        return np.asarray(self._run(self.duration_predictor, feeds)[0][0], dtype=np.int64)
 
     def decode_windows(
         self,

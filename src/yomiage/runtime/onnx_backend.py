@@ -74,8 +74,6 @@ class OnnxBackend:
             precision=precision,
             tokenizer_dir=Path(tokenizer_dir) if tokenizer_dir is not None else None,
         )
-        self.tokenizer = self.bert.tokenizer
-        self.hidden_size = self.bert.hidden_size
         self._voices: VoiceTable[OnnxVoice] = VoiceTable()
 
     def add_voice(self, name: str, folder: Path | str) -> OnnxVoice:
@@ -91,10 +89,10 @@ class OnnxBackend:
             voice = HayakoeVoice(folder, self.options)
         else:
             voice = BundleVoice(folder, self.options, decoder_precision=self.decoder_precision)
-        if voice.bert_dim != self.hidden_size:
+        if voice.bert_dim != self.bert.hidden_size:
             raise ModelLoadError(
                 f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "
-                f"the BERT gives {self.hidden_size}"
+                f"the BERT gives {self.bert.hidden_size}"
             )
         return self._voices.add(name, voice)
 
