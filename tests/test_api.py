@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, require_fixtures
 from yomiage import TTS, Audio, SynthesisOptions
 from yomiage.errors import (
     MissingExtraError,
@@ -220,6 +220,7 @@ def test_user_dictionary_is_per_instance(tts: TTS, tiny_bundle: Path, tmp_path: 
 
 
 def test_pitch_matches_reference() -> None:
+    require_fixtures()
     pytest.importorskip("pyworld")
     from yomiage.pitch import adjust_pitch
 
@@ -283,6 +284,7 @@ def test_engine_errors(tiny_bundle: Path, tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_torch_backend_through_the_same_pipeline(frontend: Any) -> None:
     """The PyTorch backend gives the same sentences, gaps and timings."""
+    require_fixtures()
     pytest.importorskip("torch")
     from yomiage.runtime.torch_backend import TorchBackend
     from yomiage.synthesis import ComputeGate, Pipeline

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, require_fixtures
 from tests.sources_servers import LFS_MIN, TOKEN, HubState, fake_hub
 from yomiage.cli import main
 from yomiage.errors import (
@@ -162,6 +162,7 @@ def test_hub_web_address_on_a_mirror(hub: HubState) -> None:
 
 
 def test_local_sources(tmp_path: Path) -> None:
+    require_fixtures()
     assert resolve(MODEL) == MODEL
     assert resolve(str(MODEL)) == MODEL
     assert resolve(MODEL.as_uri()) == MODEL
