@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from yomiage.errors import TextError
 from yomiage.text import Frontend
+from yomiage.text.openjtalk import MAX_JOINED_READING_BYTES, safe_pieces
 
 
 @pytest.mark.parametrize(
@@ -83,3 +87,87 @@ def test_dropped_characters_are_logged_at_debug(
     with caplog.at_level("DEBUG", logger="yomiage"):
         frontend.g2p("今日は😊晴れ★")
     assert any("😊★" in r.getMessage() for r in caplog.records)
+
+
+# -- issue 11: runs that OpenJTalk joins into one word -------------------------
+
+# One character (or a short unit) of each script, repeated into runs long enough
+# to overflow OpenJTalk's 1 KB word buffers (344 katakana used to crash it).
+LONG_RUN_UNITS = {
+    "katakana": "ア",
+    "hiragana": "あ",
+    "small katakana": "ッ",
+    "small hiragana": "ゃ",
+    "yoon": "キャ",
+    "vu": "ゔ",
+    "archaic kana": "ゑ",
+    "half-width katakana": "ｱ",
+    "half-width voiced": "ｶﾞ",
+    "half-width small": "ｯ",
+    "long vowel marks": "ー",
+    "kana and long marks": "アー",
+    "kana with newlines": "ア\n",
+    "kana with tabs": "ア\t",
+    "kana with zero-width spaces": "ア\u200b",
+    "digits": "9",
+    "full-width digits": "９",
+    "latin lower": "a",
+    "latin upper": "A",
+    "full-width latin": "Ａ",
+    "kana and letters": "アｗ",
+    "symbols": "＠",
+    "kanji": "亜",
+    "mixed": "アa9ー",
+}
+LONG_RUN_LENGTHS = (345, 1999)
+
+_CRASH_PROBE = """
+import sys
+from yomiage.errors import TextError
+from yomiage.text import Frontend, UserDictionary
+from yomiage.text.openjtalk import OpenJTalk
+
+frontend = Frontend(UserDictionary(None))
+openjtalk = OpenJTalk()
+for line in sys.stdin.read().split("\\0"):
+    if not line:
+        continue
+    print("CASE", ascii(line[:12]), len(line), flush=True)
+    for run in (frontend.g2p, openjtalk.analyze):
+        try:
+            run(line)
+        except TextError:
+            pass
+print("DONE", flush=True)
+"""
+
+
+def test_long_runs_of_every_script_never_crash_openjtalk() -> None:
+    """A run that OpenJTalk joins into one word used to overflow its buffers (SIGSEGV)."""
+    cases = [
+        (unit * (n // len(unit) + 1))[:n]
+        for unit in LONG_RUN_UNITS.values()
+        for n in LONG_RUN_LENGTHS
+    ]
+    run = subprocess.run(
+        [sys.executable, "-c", _CRASH_PROBE],
+        input="\0".join(cases), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    last = [line for line in run.stdout.splitlines() if line.startswith("CASE")][-1:]
+    assert run.returncode == 0, f"died with {run.returncode} at {last}: {run.stderr[-500:]}"
+    assert run.stdout.rstrip().endswith("DONE")
+
+
+def test_safe_pieces_cut_only_what_openjtalk_would_join() -> None:
+    natural = "むかしむかしあるところにおじいさんとおばあさんがすんでいました" * 3 + "。"
+    assert safe_pieces(natural) == [natural]
+    text = "ア" * 1000 + "。" + "ｗ" * 100
+    pieces = safe_pieces(text)
+    assert "".join(pieces) == text
+    assert [len(p) for p in pieces] == [300, 300, 300, 161, 40]  # the 。 ends a run
+    assert all(len(p.encode()) <= 2 * MAX_JOINED_READING_BYTES for p in pieces)
+
+
+def test_cut_runs_still_read_every_kana(frontend: Frontend) -> None:
+    p = frontend.g2p("ア" * 700)
+    assert p.phones.count("a") == 700

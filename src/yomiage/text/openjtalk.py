@@ -32,6 +32,58 @@ NJDFeature = dict[str, Any]
 # 3,000 crash). Inputs are checked against a safe margin below that.
 MAX_INPUT_BYTES = 6000
 
+# OpenJTalk also joins neighbouring words it reads letter by letter (kana it
+# has no entry for, and Latin letters) into one word, then copies that word's
+# reading into 1,024-byte stack buffers: 344 katakana in a row, or a user entry
+# with a 341-kana reading, crash the process. A joined word's reading is
+# bounded here by cutting the text into pieces that OpenJTalk reads one at a
+# time, so no run it could join ever reaches this many bytes of reading.
+MAX_JOINED_READING_BYTES = 900
+# Worst-case reading bytes one character adds to a joined word: a kana reads
+# as one katakana (3 bytes); a letter as up to five ("ｗ" is ダブリュー).
+_KANA_COST = 3
+_OTHER_COST = 15
+# Characters after which OpenJTalk never joins (each verified to end a run of
+# 60 katakana without crashing at 720): ideographs, digits, punctuation and
+# spaces. Newlines and tabs are *not* among them: OpenJTalk drops them and
+# joins the kana on both sides.
+_JOIN_BREAKERS = frozenset(" \u3000、。，．,.!?！？「」『』（）()・〜～々〆")
+
+
+def _join_cost(ch: str) -> int:
+    """Bytes ``ch`` may add to the reading of a word OpenJTalk joins; 0 if it ends the word."""
+    code = ord(ch)
+    if ch in _JOIN_BREAKERS or ch.isdigit():
+        return 0
+    if 0x3400 <= code <= 0x4DBF or 0x4E00 <= code <= 0x9FFF or 0xF900 <= code <= 0xFAFF:
+        return 0
+    if 0x3041 <= code <= 0x30FF or 0xFF65 <= code <= 0xFF9F:
+        return _KANA_COST
+    return _OTHER_COST
+
+
+def safe_pieces(text: str) -> list[str]:
+    """``text`` cut so that no word OpenJTalk could join overflows its buffers.
+
+    Ordinary text comes back whole (a cut needs ~300 kana, or ~60 letters,
+    with no ideograph, digit, punctuation or space between them); the pieces
+    always join back to ``text``.
+    """
+    pieces: list[str] = []
+    start = 0
+    run = 0
+    for i, ch in enumerate(text):
+        cost = _join_cost(ch)
+        if cost == 0:
+            run = 0
+            continue
+        if run + cost > MAX_JOINED_READING_BYTES:
+            pieces.append(text[start:i])
+            start, run = i, 0
+        run += cost
+    pieces.append(text[start:])
+    return pieces
+
 
 def _check_length(text: str) -> None:
     size = sum(3 if ord(ch) < 0x80 else len(ch.encode("utf-8")) for ch in text)
@@ -77,15 +129,25 @@ class OpenJTalk:
         """Word segmentation, readings and accents (NJD features) of ``text``."""
         _check_length(text)
         with _OPENJTALK_LOCK:
-            return list(self._binding.run_frontend(text))
+            return self._features(text)
 
     def analyze(self, text: str) -> tuple[list[NJDFeature], list[str]]:
         """NJD features and full-context labels of ``text``, computed under one lock."""
         _check_length(text)
         with _OPENJTALK_LOCK:
-            features = list(self._binding.run_frontend(text))
+            features = self._features(text)
             labels = list(self._binding.make_label(features))
         return features, labels
+
+    def _features(self, text: str) -> list[NJDFeature]:
+        """The features of each safe piece, in order (call with the lock held)."""
+        features: list[NJDFeature] = []
+        try:
+            for piece in safe_pieces(text):
+                features.extend(self._binding.run_frontend(piece))
+        except UnicodeDecodeError as exc:  # a reading cut inside a character
+            raise TextError(f"OpenJTalk could not read {text[:40]!r}") from exc
+        return features
 
 
 def compile_user_dictionary(csv_path: Path, out_path: Path, dictionary_dir: Path) -> bool:
