@@ -1,6 +1,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -72,8 +76,119 @@ def test_remove_unknown_word_names_it() -> None:
         UserDictionary().remove("存在しない")
 
 
-def test_corrupt_file_is_a_clear_error(tmp_path: Path) -> None:
+def test_corrupt_file_opens_empty_and_refuses_changes_until_fixed(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text("{not json", encoding="utf-8")
-    with pytest.raises(UserDictionaryError, match=str(path.name)):
-        UserDictionary(path)
+    dictionary = UserDictionary(path)
+    assert dictionary.words == ()
+    assert dictionary.problem is not None and path.name in dictionary.problem
+    with pytest.raises(UserDictionaryError, match="fix or move"):
+        dictionary.add("東京", "トーキョー")
+    assert path.read_text("utf-8") == "{not json"  # never overwritten
+
+
+# -- issue 11: a poisoned dictionary --------------------------------------------
+
+
+@pytest.mark.parametrize("length", [101, 341, 1000, 2000])
+def test_long_reading_is_rejected_before_saving(tmp_path: Path, length: int) -> None:
+    path = tmp_path / "d.json"
+    frontend = Frontend(path)
+    with pytest.raises(UserDictionaryError, match="at most 100"):
+        frontend.add_word("中読語", "ア" * length)
+    assert not path.exists()
+    assert frontend.words == ()
+
+
+@pytest.mark.parametrize("reading", ["ヷイ", "ア・イ", "ヽア", "ア゠"])
+def test_reading_without_phonemes_is_rejected(reading: str) -> None:
+    with pytest.raises(UserDictionaryError, match=r"cannot be spoken|katakana"):
+        UserDictionary().add("語", reading)
+
+
+def test_reading_at_the_limit_is_spoken(tmp_path: Path) -> None:
+    frontend = Frontend(tmp_path / "d.json")
+    frontend.add_word("中読語", "アイウエオ" * 20)
+    assert "".join(frontend.g2p("中読語です。").readings).startswith("アイウエオ" * 20)
+
+
+def _write_entries(path: Path, entries: list[object]) -> None:
+    path.write_text(json.dumps({"version": 1, "words": entries}, ensure_ascii=False), "utf-8")
+
+
+def test_poisoned_file_from_an_older_version_skips_the_bad_entry(tmp_path: Path) -> None:
+    """A 2,000-kana reading written before the limit used to kill every start."""
+    path = tmp_path / "d.json"
+    bad = {"surface": "長い語", "reading": "ア" * 2000, "accent": 0, "priority": 5,
+           "word_type": "proper_noun"}  # fmt: skip
+    good = {"surface": "鬼滅", "reading": "キメツ", "accent": 0, "priority": 5,
+            "word_type": "proper_noun"}  # fmt: skip
+    _write_entries(path, [bad, good, "not an entry"])
+    frontend = Frontend(path)
+    assert [w.surface for w in frontend.words] == ["鬼滅"]
+    assert [s.surface for s in frontend.user_dictionary.skipped] == ["長い語", ""]
+    assert frontend.g2p("長い語と鬼滅").readings[-1] == "キメツ"
+    # A change keeps the skipped entries in the file; removing one drops it.
+    frontend.add_word("担々麺", "タンタンメン", accent=3)
+    saved = json.loads(path.read_text("utf-8"))["words"]
+    assert bad in saved and "not an entry" in saved
+    frontend.remove_word("長い語")
+    assert bad not in json.loads(path.read_text("utf-8"))["words"]
+
+
+def test_cli_starts_with_a_poisoned_dictionary(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    _write_entries(path, [{"surface": "長い語", "reading": "ア" * 2000, "accent": 0,
+                           "priority": 5, "word_type": "proper_noun"}])  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "yomiage", "g2p", "--user-dict", str(path), "こんにちは"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "長い語" in run.stderr  # says which entry it skipped
+    listed = subprocess.run(
+        [sys.executable, "-m", "yomiage", "dict", "--user-dict", str(path), "list"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert listed.returncode == 0 and "skipped '長い語'" in listed.stderr
+
+
+def test_cli_dict_add_rejects_long_reading(tmp_path: Path) -> None:
+    path = tmp_path / "d.json"
+    run = subprocess.run(
+        [sys.executable, "-m", "yomiage", "dict", "--user-dict", str(path), "add", "長い語",
+         "ア" * 2000],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode != 0
+    assert "at most 100" in run.stderr and "Traceback" not in run.stderr
+    assert not path.exists()
+
+
+def test_failed_save_changes_nothing_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    path = folder / "d.json"
+    frontend = Frontend(path)
+    frontend.add_word("鬼滅", "キメツ")
+    folder.chmod(0o500)
+    try:
+        if os.access(folder, os.W_OK):
+            pytest.skip("running as a user who can write a read-only folder")
+        with pytest.raises(UserDictionaryError, match="cannot save"):
+            frontend.add_word("担々麺", "タンタンメン", accent=3)
+    finally:
+        folder.chmod(0o700)
+    assert [w.surface for w in frontend.words] == ["鬼滅"]
+    assert frontend.g2p("担々麺").readings != ("タンタンメン",)
+    assert sorted(p.name for p in folder.iterdir()) == ["d.json"]
+
+
+def test_compiled_dictionaries_leave_no_files(tmp_path: Path) -> None:
+    """Every add used to leave a compiled copy in /tmp (50 adds: 154 MB), kept after SIGTERM."""
+    before = set(Path(tempfile.gettempdir()).glob("yomiage-userdic-*"))
+    frontend = Frontend(tmp_path / "d.json")
+    for i, surface in enumerate(["鬼滅", "担々麺", "柚子胡椒", "呪術"]):
+        frontend.add_word(surface, "タンタンメン", accent=i)
+    assert set(Path(tempfile.gettempdir()).glob("yomiage-userdic-*")) == before
+    assert frontend.g2p("柚子胡椒").readings == ("タンタンメン",)

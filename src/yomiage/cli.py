@@ -70,22 +70,31 @@ def _cmd_g2p(args: argparse.Namespace) -> int:
 
 
 def _cmd_dict(args: argparse.Namespace) -> int:
-    from yomiage.text import UserDictionary, default_user_dictionary_path
+    from yomiage.text import Frontend, UserDictionary, default_user_dictionary_path
 
     dictionary = UserDictionary(args.user_dict or default_user_dictionary_path())
-    if args.action == "add":
-        word = dictionary.add(args.surface, args.reading, args.accent, args.priority, args.type)
-        print(f"added {word.surface} = {word.reading} (accent {word.accent})")
-    elif args.action == "remove":
-        word = dictionary.remove(args.surface)
-        print(f"removed {word.surface}")
-    else:
-        if args.json:
-            print(json.dumps([w.__dict__ for w in dictionary.words], ensure_ascii=False))
-        for w in [] if args.json else dictionary.words:
-            print(
-                f"{w.surface}\t{w.reading}\taccent={w.accent}\tpriority={w.priority}\t{w.word_type}"
+    if args.action in ("add", "remove"):
+        # Through a frontend, so a word is compiled (and checked) before it is saved.
+        frontend = Frontend(dictionary)
+        if args.action == "add":
+            word = frontend.add_word(
+                args.surface, args.reading, args.accent, args.priority, args.type
             )
+            print(f"added {word.surface} = {word.reading} (accent {word.accent})")
+        else:
+            removed = frontend.remove_word(args.surface)
+            print(f"removed {removed.surface}")
+        return 0
+    if args.json:
+        print(json.dumps([w.__dict__ for w in dictionary.words], ensure_ascii=False))
+        return 0
+    for w in dictionary.words:
+        print(f"{w.surface}\t{w.reading}\taccent={w.accent}\tpriority={w.priority}\t{w.word_type}")
+    if dictionary.problem:
+        print(f"yomiage dict: {dictionary.problem}", file=sys.stderr)
+    for entry in dictionary.skipped:
+        print(f"yomiage dict: skipped {entry.surface or entry.entry!r}: {entry.reason}",
+              file=sys.stderr)  # fmt: skip
     return 0
 
 

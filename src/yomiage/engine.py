@@ -36,7 +36,7 @@ from yomiage.sources.catalog import Format
 from yomiage.speaker import Speaker
 from yomiage.synthesis import ComputeGate, Pipeline
 from yomiage.text.frontend import Frontend
-from yomiage.text.user_dict import UserDictionary, UserWord
+from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +223,7 @@ class TTS:
         """Read ``surface`` as ``reading`` (katakana) from the next request on."""
         return self.frontend.add_word(surface, reading, accent, priority, word_type)
 
-    def remove_word(self, surface: str) -> UserWord:
+    def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         return self.frontend.remove_word(surface)
 
     def words(self) -> tuple[UserWord, ...]:

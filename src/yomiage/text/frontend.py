@@ -13,11 +13,9 @@ import os
 import shutil
 import tempfile
 import threading
-import weakref
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from yomiage.errors import TextError, UserDictionaryError
 from yomiage.text.english import EnglishReader
@@ -25,11 +23,12 @@ from yomiage.text.g2p import Phonemes, g2p
 from yomiage.text.normalize import normalize
 from yomiage.text.openjtalk import OpenJTalk, bundled_dictionary_dir, compile_user_dictionary
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
-from yomiage.text.user_dict import UserDictionary, UserWord
+from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
 log = logging.getLogger(__name__)
 
 USER_DICT_ENV = "YOMIAGE_USER_DICT"
+_COMPILED = itertools.count()  # names of compiled files (unique per process)
 
 
 def default_user_dictionary_path() -> Path:
@@ -54,6 +53,9 @@ class Frontend:
 
     ``user_dictionary``: a :class:`UserDictionary`, a path to its JSON file, or
     ``None`` for the default persisted one (:func:`default_user_dictionary_path`).
+    A word is compiled and checked before it is saved, so a word that MeCab
+    rejects never reaches the file; words of an older file that it rejects
+    are skipped with a warning (:attr:`rejected_words`), never fatal.
     """
 
     def __init__(
@@ -67,35 +69,58 @@ class Frontend:
             user_dictionary = UserDictionary(user_dictionary or default_user_dictionary_path())
         self.user_dictionary = user_dictionary
         self.max_sentence_length = max_sentence_length
+        self.rejected_words: tuple[UserWord, ...] = ()
         self._dictionary_dir = dictionary_dir or bundled_dictionary_dir()
         self._rebuild_lock = threading.Lock()
-        self._workdir: Path | None = None
-        self._compiled = itertools.count()
-        self._finalizer: Callable[[], Any] | None = None
-        self._analysers = self._build()
+        self._analysers = self._build(user_dictionary.words, strict=False)
 
-    def _build(self) -> _Analysers:
-        """Compile the user dictionary (if any) and make fresh analysers over it."""
-        csv = self.user_dictionary.mecab_csv()
-        compiled: Path | None = None
-        if csv:
-            if self._workdir is None:
-                self._workdir = Path(tempfile.mkdtemp(prefix="yomiage-userdic-"))
-                self._finalizer = weakref.finalize(
-                    self, shutil.rmtree, self._workdir, ignore_errors=True
-                )
-            n = next(self._compiled)
-            csv_path = self._workdir / f"user-{n}.csv"
-            csv_path.write_text(csv, encoding="utf-8")
-            compiled = self._workdir / f"user-{n}.dic"
-            if not compile_user_dictionary(csv_path, compiled, self._dictionary_dir):
-                raise UserDictionaryError("MeCab rejected the user dictionary")
-        openjtalk = OpenJTalk(self._dictionary_dir, compiled)
-        return _Analysers(openjtalk, EnglishReader(openjtalk), self.user_dictionary.surfaces)
+    def _build(self, words: Sequence[UserWord], *, strict: bool) -> _Analysers:
+        """Fresh analysers over ``words``. ``strict``: UserDictionaryError if MeCab
+        rejects them; else the words it rejects are left out (with a warning)."""
+        openjtalk = self._openjtalk(words, strict=strict)
+        return _Analysers(openjtalk, EnglishReader(openjtalk), frozenset(w.surface for w in words))
 
-    def _rebuild(self) -> None:
-        with self._rebuild_lock:
-            self._analysers = self._build()
+    def _openjtalk(self, words: Sequence[UserWord], *, strict: bool) -> OpenJTalk:
+        if not words:
+            return OpenJTalk(self._dictionary_dir)
+        # MeCab reads the compiled dictionary into memory when OpenJTalk opens
+        # it, so the files go at once: nothing is left in the temporary folder,
+        # however the process ends.
+        workdir = Path(tempfile.mkdtemp(prefix="yomiage-userdic-"))
+        try:
+            compiled = self._compile(words, workdir)
+            if compiled is None:
+                if strict:
+                    raise UserDictionaryError(
+                        "MeCab rejected the user dictionary with "
+                        + ", ".join(repr(w.surface) for w in words[-1:])
+                    )
+                rejected = self._rejected(words, workdir)
+                for word in rejected:
+                    log.warning("MeCab rejects user word %r; it is not used", word.surface)
+                self.rejected_words = tuple(rejected)
+                kept = [w for w in words if w not in rejected]
+                compiled = self._compile(kept, workdir) if kept else None
+            return OpenJTalk(self._dictionary_dir, compiled)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    def _compile(self, words: Sequence[UserWord], workdir: Path) -> Path | None:
+        n = next(_COMPILED)
+        csv_path = workdir / f"user-{n}.csv"
+        csv_path.write_text(self.user_dictionary.mecab_csv(words), encoding="utf-8")
+        compiled = workdir / f"user-{n}.dic"
+        ok = compile_user_dictionary(csv_path, compiled, self._dictionary_dir)
+        return compiled if ok else None
+
+    def _rejected(self, words: Sequence[UserWord], workdir: Path) -> list[UserWord]:
+        """The words MeCab rejects, found by halving the set."""
+        if self._compile(words, workdir) is not None:
+            return []
+        if len(words) == 1:
+            return list(words)
+        half = len(words) // 2
+        return self._rejected(words[:half], workdir) + self._rejected(words[half:], workdir)
 
     # -- user dictionary -------------------------------------------------
     def add_word(
@@ -106,15 +131,21 @@ class Frontend:
         priority: int = 5,
         word_type: str = "proper_noun",
     ) -> UserWord:
-        """Add a word; it applies to the next call."""
-        word = self.user_dictionary.add(surface, reading, accent, priority, word_type)
-        self._rebuild()
+        """Add a word; it applies to the next call. Nothing changes if it is rejected."""
+        word = UserWord.create(surface, reading, accent, priority, word_type)
+        with self._rebuild_lock:
+            words = [*self.user_dictionary.without(word.surface), word]
+            analysers = self._build(words, strict=True)
+            self.user_dictionary.replace(words)
+            self._analysers = analysers
         return word
 
-    def remove_word(self, surface: str) -> UserWord:
-        word = self.user_dictionary.remove(surface)
-        self._rebuild()
-        return word
+    def remove_word(self, surface: str) -> UserWord | SkippedEntry:
+        """Remove a word (or an entry of the file that was skipped)."""
+        with self._rebuild_lock:
+            removed = self.user_dictionary.remove(surface)
+            self._analysers = self._build(self.user_dictionary.words, strict=False)
+        return removed
 
     @property
     def words(self) -> tuple[UserWord, ...]:
@@ -145,6 +176,4 @@ class Frontend:
         return g2p(normalized, self._analysers.openjtalk)
 
     def close(self) -> None:
-        """Remove the compiled user dictionary; the frontend stays usable until rebuilt."""
-        if self._finalizer is not None:
-            self._finalizer()
+        """Kept for symmetry with the engine: a frontend holds no files or threads."""

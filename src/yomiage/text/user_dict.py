@@ -9,18 +9,27 @@ frontend instance; two engines with different dictionaries read differently.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import tempfile
 import threading
 import unicodedata
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
-from yomiage.errors import UserDictionaryError
-from yomiage.text.mora import is_katakana
+from yomiage.errors import TextError, UserDictionaryError
+from yomiage.text.mora import is_katakana, reading_to_phonemes
+
+log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
 MAX_SURFACE_LENGTH = 64
+# OpenJTalk copies a word's reading into 1 KB buffers: a 341-kana reading gives
+# garbled text and longer ones crash the process, at every start that loads the
+# dictionary. No real word comes near this limit.
+MAX_READING_LENGTH = 100
 
 # word_type -> MeCab part-of-speech fields of naist-jdic.
 WORD_TYPES: dict[str, tuple[str, str, str, str]] = {
@@ -82,10 +91,18 @@ class UserWord:
         if not isinstance(reading, str):
             raise UserDictionaryError("the reading must be a string of katakana")
         reading = _to_katakana(unicodedata.normalize("NFKC", reading).strip())
+        if len(reading) > MAX_READING_LENGTH:
+            raise UserDictionaryError(
+                f"the reading has {len(reading)} characters; at most {MAX_READING_LENGTH}"
+            )
         if not is_katakana(reading) or reading[0] in _SMALL_KANA or reading[0] == "ー":
             raise UserDictionaryError(
-                f"the reading {reading!r} must be katakana (or hiragana), e.g. タンタンメン"
+                f"the reading {reading[:40]!r} must be katakana (or hiragana), e.g. タンタンメン"
             )
+        try:
+            reading_to_phonemes(reading, [])
+        except TextError as exc:
+            raise UserDictionaryError(f"the reading {reading!r} cannot be spoken: {exc}") from None
         morae = mora_count(reading)
         accent = 0 if accent is None else accent
         if isinstance(accent, bool) or not isinstance(accent, int) or not 0 <= accent <= morae:
@@ -112,32 +129,73 @@ class UserWord:
         )
 
 
+@dataclass(frozen=True)
+class SkippedEntry:
+    """An entry of the dictionary file that is not used, kept in the file as it was."""
+
+    entry: Any
+    reason: str
+
+    @property
+    def surface(self) -> str:
+        value = self.entry.get("surface") if isinstance(self.entry, Mapping) else None
+        return value if isinstance(value, str) else ""
+
+
 class UserDictionary:
     """Words added by the user, persisted at ``path`` (``None``: kept in memory only).
 
-    Thread-safe. Changes are saved at once; the owning frontend recompiles.
+    Thread-safe. Changes are saved at once, atomically; a change that cannot be
+    saved is not made. A file that cannot be read, or entries in it that are
+    not valid, never stop the dictionary from opening: bad entries are
+    skipped (:attr:`skipped`, and a warning) but kept in the file, and an
+    unreadable file (:attr:`problem`) is left alone: changes are refused
+    until it is fixed or moved.
     """
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else None
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
         self._words: dict[str, UserWord] = {}
+        self._skipped: tuple[SkippedEntry, ...] = ()
+        self.problem: str | None = None
         if self.path is not None and self.path.exists():
-            self._words = {w.surface: w for w in self._load(self.path)}
+            self._load(self.path)
 
-    @staticmethod
-    def _load(path: Path) -> list[UserWord]:
+    def _load(self, path: Path) -> None:
         try:
             data = json.loads(path.read_text("utf-8"))
             entries = data["words"]
-            return [UserWord.create(**entry) for entry in entries]
+            if not isinstance(entries, list):
+                raise TypeError("'words' is not a list")
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UserDictionaryError(f"cannot read the user dictionary {path}: {exc}") from exc
+            self.problem = f"cannot read the user dictionary {path}: {exc}"
+            log.warning("%s; starting without its words, and the file is left as it is",
+                        self.problem)  # fmt: skip
+            return
+        skipped = []
+        for entry in entries:
+            try:
+                if not isinstance(entry, dict):
+                    raise UserDictionaryError("an entry must be a JSON object")
+                word = UserWord.create(**entry)
+            except (UserDictionaryError, TypeError) as exc:
+                skipped.append(SkippedEntry(entry, str(exc)))
+                log.warning("skipping user dictionary entry %s of %s: %s",
+                            _describe(entry), path, exc)  # fmt: skip
+                continue
+            self._words[word.surface] = word
+        self._skipped = tuple(skipped)
 
     @property
     def words(self) -> tuple[UserWord, ...]:
         with self._lock:
             return tuple(sorted(self._words.values(), key=lambda w: w.surface))
+
+    @property
+    def skipped(self) -> tuple[SkippedEntry, ...]:
+        """Entries of the file that are not valid words (kept in the file)."""
+        return self._skipped
 
     @property
     def surfaces(self) -> frozenset[str]:
@@ -155,29 +213,52 @@ class UserDictionary:
         """Add or replace the entry for ``surface``."""
         word = UserWord.create(surface, reading, accent, priority, word_type)
         with self._lock:
-            self._words[word.surface] = word
-            self._save()
+            self.replace([*self.without(word.surface), word])
         return word
 
-    def remove(self, surface: str) -> UserWord:
-        key = unicodedata.normalize("NFKC", surface).strip()
+    def remove(self, surface: str) -> UserWord | SkippedEntry:
+        """Remove the word (or the skipped entry) written ``surface``."""
+        key = unicodedata.normalize("NFKC", surface).strip() if isinstance(surface, str) else ""
         with self._lock:
-            if key not in self._words:
+            word = self._words.get(key)
+            skipped = [s for s in self._skipped if s.surface in (key, surface)]
+            if word is None and not skipped:
                 known = ", ".join(sorted(self._words)) or "none"
                 raise UserDictionaryError(
                     f"{surface!r} is not in the user dictionary (words: {known})"
                 )
-            word = self._words.pop(key)
-            self._save()
-        return word
+            kept = [s for s in self._skipped if s not in skipped]
+            self.replace(self.without(key), keep_skipped=kept)
+        return word if word is not None else skipped[0]
 
-    def _save(self) -> None:
+    def without(self, surface: str) -> list[UserWord]:
+        """The words but the one written ``surface`` (to build a changed set)."""
+        with self._lock:
+            return [w for s, w in self._words.items() if s != surface]
+
+    def replace(
+        self, words: Iterable[UserWord], *, keep_skipped: Iterable[SkippedEntry] | None = None
+    ) -> None:
+        """Make ``words`` the dictionary's words: saved first, then used."""
+        new = {w.surface: w for w in words}
+        with self._lock:
+            if self.problem is not None:
+                raise UserDictionaryError(
+                    f"{self.problem}; fix or move the file before changing its words"
+                )
+            skipped = self._skipped if keep_skipped is None else tuple(keep_skipped)
+            self._save(new, skipped)
+            self._words, self._skipped = new, skipped
+
+    def _save(self, words: Mapping[str, UserWord], skipped: tuple[SkippedEntry, ...]) -> None:
         if self.path is None:
             return
         payload = {
             "version": FORMAT_VERSION,
-            "words": [asdict(w) for w in sorted(self._words.values(), key=lambda w: w.surface)],
+            "words": [asdict(w) for w in sorted(words.values(), key=lambda w: w.surface)]
+            + [s.entry for s in skipped],
         }
+        tmp: str | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".user_dict.", dir=self.path.parent)
@@ -187,9 +268,19 @@ class UserDictionary:
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
         except OSError as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             raise UserDictionaryError(
-                f"cannot save the user dictionary to {self.path}: {exc}"
+                f"cannot save the user dictionary to {self.path}: {exc.strerror or exc}"
             ) from exc
 
-    def mecab_csv(self) -> str:
-        return "".join(w.to_mecab_csv_row() + "\n" for w in self.words)
+    def mecab_csv(self, words: Iterable[UserWord] | None = None) -> str:
+        """MeCab's CSV of ``words`` (default: this dictionary's)."""
+        chosen = self.words if words is None else words
+        return "".join(w.to_mecab_csv_row() + "\n" for w in chosen)
+
+
+def _describe(entry: Any) -> str:
+    if isinstance(entry, Mapping) and isinstance(entry.get("surface"), str):
+        return repr(entry["surface"][:40])
+    return repr(entry)[:60]
