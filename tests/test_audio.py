@@ -102,3 +102,46 @@ def test_boundary_frames_merge_marks_and_take_blanks() -> None:
     durations = np.array([1, 5, 2, 3, 4, 6, 7, 5, 1, 2, 3])
     # "!?" is one boundary at "?": 6 + blanks 4 and 7; "." at the end: 2 + 1 + 3.
     assert boundary_frames(ids, durations) == [17, 6]
+
+
+_LONG_AUDIO_PROBE = """
+import sys
+import numpy as np
+from yomiage.audio import Audio
+
+seconds, fmt, path = float(sys.argv[1]), sys.argv[2], sys.argv[3]
+sr = 44100
+t = np.arange(int(sr * seconds), dtype=np.float32) / sr
+audio = Audio((0.5 * np.sin(2 * np.pi * 220 * t)).astype(np.float32), sr)
+audio.save(path)
+"""
+
+
+@pytest.mark.parametrize("fmt", ["ogg", "opus", "mp3", "flac", "wav"])
+def test_long_audio_in_every_format(tmp_path: Path, fmt: str) -> None:
+    """libsndfile's Vorbis encoder crashed (SIGSEGV) on ~48 s or more written in one call."""
+    pytest.importorskip("soundfile")
+    import subprocess
+
+    import soundfile
+
+    path = tmp_path / f"long.{fmt}"
+    run = subprocess.run(
+        [sys.executable, "-c", _LONG_AUDIO_PROBE, "120", fmt, str(path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-500:]
+    info = soundfile.info(str(path))
+    assert info.duration == pytest.approx(120, abs=0.1)
+
+
+def test_opus_at_an_unsupported_rate_is_resampled_by_audio() -> None:
+    pytest.importorskip("soundfile")
+    import soundfile
+
+    data = _tone(1.0).to_bytes("opus")
+    assert soundfile.info(io.BytesIO(data)).samplerate == 48000
+    from yomiage.audio_formats import encode
+
+    with pytest.raises(AudioFormatError, match="opus cannot hold 44100 Hz"):
+        encode(_tone().to_int16(), SR, "opus")

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.audio_formats import encode, format_for, wav_header
+from yomiage.audio_formats import OPUS_RATES, encode, format_for, wav_header
+from yomiage.resample import resample
 from yomiage.timings import Timings
 
 __all__ = ["Audio", "AudioChunk", "wav_header"]
@@ -85,8 +86,13 @@ class Audio:
         return _to_int16(self.samples, scale)
 
     def to_bytes(self, fmt: str = "wav", *, normalize: bool = True) -> bytes:
-        """The audio in ``fmt``: wav or pcm always; flac, ogg, mp3 with ``yomiage[audio]``."""
-        return encode(self.to_int16(normalize=normalize), self.sample_rate, fmt)
+        """The audio in ``fmt``: wav or pcm always; flac, ogg, opus, mp3 with
+        ``yomiage[audio]`` (opus at 48 kHz when the voice's rate is not one it holds)."""
+        fmt = format_for("", fmt)
+        audio = self
+        if fmt == "opus" and self.sample_rate not in OPUS_RATES:
+            audio = Audio(resample(self.samples, self.sample_rate, 48000), 48000)
+        return encode(audio.to_int16(normalize=normalize), audio.sample_rate, fmt)
 
     def save(self, path: Path | str, fmt: str | None = None, *, normalize: bool = True) -> Path:
         """Write atomically (a temporary file renamed into place); format from the suffix."""

@@ -1,8 +1,10 @@
 """Audio containers: WAV with the standard library, the rest through soundfile.
 
-WAV (16-bit PCM) and raw PCM always work. FLAC, Ogg Vorbis and MP3 are written
-by libsndfile through ``soundfile`` (the ``[audio]`` extra), whose wheels carry
-a libsndfile with all three.
+WAV (16-bit PCM) and raw PCM always work. FLAC, Ogg Vorbis, Opus and MP3 are
+written by libsndfile through ``soundfile`` (the ``[audio]`` extra), whose
+wheels carry a libsndfile with all of them. Samples go to libsndfile in
+blocks: its Vorbis encoder crashes the process (SIGSEGV) when handed about
+48 s of audio in one call.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ ALWAYS = ("wav", "pcm")
 _SOUNDFILE = {
     "flac": ("FLAC", "PCM_16"),
     "ogg": ("OGG", "VORBIS"),
+    "opus": ("OGG", "OPUS"),  # 8, 12, 16, 24 or 48 kHz only
     "mp3": ("MP3", "MPEG_LAYER_III"),
 }
+OPUS_RATES = (8000, 12000, 16000, 24000, 48000)
+# Samples per libsndfile write (0.7 s at 44.1 kHz; one call of ~2M crashes Vorbis).
+WRITE_BLOCK = 1 << 15
 FORMATS = ALWAYS + tuple(_SOUNDFILE)
 _SUFFIXES = {
     ".wav": "wav",
@@ -31,6 +37,7 @@ _SUFFIXES = {
     ".raw": "pcm",
     ".flac": "flac",
     ".ogg": "ogg",
+    ".opus": "opus",
     ".mp3": "mp3",
 }
 STREAM_SIZE = 0xFFFFFFFF  # "unknown length" in a streamed WAV header
@@ -88,10 +95,17 @@ def encode(pcm: npt.NDArray[np.int16], sample_rate: int, fmt: str) -> bytes:
         import soundfile
     except ImportError:
         raise MissingExtraError(f"writing {fmt}", "audio", "soundfile") from None
+    if fmt == "opus" and sample_rate not in OPUS_RATES:
+        raise AudioFormatError(
+            f"opus cannot hold {sample_rate} Hz audio; resample to one of "
+            + ", ".join(map(str, OPUS_RATES))
+        )
     container, subtype = _SOUNDFILE[fmt]
     buffer = io.BytesIO()
     try:
-        soundfile.write(buffer, pcm, sample_rate, format=container, subtype=subtype)
-    except (soundfile.LibsndfileError, TypeError, ValueError) as exc:
-        raise AudioFormatError(f"libsndfile cannot write {fmt} at {sample_rate} Hz: {exc}") from exc
+        with soundfile.SoundFile(buffer, "w", sample_rate, 1, subtype, format=container) as out:
+            for start in range(0, len(pcm), WRITE_BLOCK):
+                out.write(pcm[start : start + WRITE_BLOCK])
+    except (soundfile.LibsndfileError, TypeError, ValueError, RuntimeError) as exc:
+        raise AudioFormatError(f"libsndfile cannot write {fmt} at {sample_rate} Hz") from exc
     return buffer.getvalue()

@@ -9,7 +9,6 @@ voice's go through :class:`yomiage.resample.Resampler`.
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +16,6 @@ import numpy.typing as npt
 
 from yomiage.audio import Audio, AudioChunk, wav_header
 from yomiage.audio_formats import encode
-from yomiage.errors import MissingExtraError
 from yomiage.resample import Resampler, resample
 from yomiage.server.errors import APIError
 
@@ -128,13 +126,4 @@ def encode_whole(audio: Audio, fmt: OutputFormat) -> bytes:
     if fmt.resampled:
         samples = resample(samples, fmt.source_rate, fmt.sample_rate)
     pcm = Audio(samples, fmt.sample_rate).to_int16()
-    if fmt.name != "opus":
-        return encode(pcm, fmt.sample_rate, fmt.name)
-    try:
-        import soundfile
-    except ImportError:
-        raise MissingExtraError("writing opus", "server", "soundfile") from None
-    buffer = io.BytesIO()
-    soundfile.write(buffer, pcm, fmt.sample_rate, format="OGG", subtype="OPUS")
-    data: bytes = buffer.getvalue()
-    return data
+    return encode(pcm, fmt.sample_rate, fmt.name)
