@@ -25,7 +25,7 @@ from yomiage.errors import (
     TextError,
     UnknownVoiceError,
 )
-from yomiage.runtime.types import OptionFields
+from yomiage.options import OptionFields
 
 TINY = FIXTURES / "sbv2_tiny"
 

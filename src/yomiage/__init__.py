@@ -8,10 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.errors import (
     AudioFormatError,
+    Cancelled,
     DictionaryNotFoundError,
+    LimitError,
     MissingExtraError,
     ModelLoadError,
     NotPreparedError,
+    OptionError,
     TextError,
     UserDictionaryError,
     YomiageError,
@@ -20,7 +23,7 @@ from yomiage.errors import (
 if TYPE_CHECKING:
     from yomiage.audio import Audio, AudioChunk
     from yomiage.engine import TTS
-    from yomiage.runtime.types import SynthesisOptions
+    from yomiage.options import SynthesisOptions
     from yomiage.speaker import Speaker
     from yomiage.timings import Span, Timings
 
@@ -32,7 +35,7 @@ _LAZY = {
     "Speaker": "yomiage.speaker",
     "Audio": "yomiage.audio",
     "AudioChunk": "yomiage.audio",
-    "SynthesisOptions": "yomiage.runtime.types",
+    "SynthesisOptions": "yomiage.options",
     "Span": "yomiage.timings",
     "Timings": "yomiage.timings",
 }
@@ -51,10 +54,13 @@ __all__ = [
     "Audio",
     "AudioChunk",
     "AudioFormatError",
+    "Cancelled",
     "DictionaryNotFoundError",
+    "LimitError",
     "MissingExtraError",
     "ModelLoadError",
     "NotPreparedError",
+    "OptionError",
     "Span",
     "Speaker",
     "SynthesisOptions",

@@ -11,7 +11,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any
 
-from yomiage.runtime.types import OptionFields, SynthesisOptions
+from yomiage.options import OptionFields, SynthesisOptions
 
 if TYPE_CHECKING:
     from yomiage import TTS

@@ -15,6 +15,33 @@ class TextError(YomiageError, ValueError):
     """The input text cannot be turned into phonemes (empty, unreadable, too long)."""
 
 
+class OptionError(YomiageError, ValueError):
+    """A synthesis option is out of range or unknown; ``field`` names it (``speed``, ...)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+    def __reduce__(self) -> tuple[type[OptionError], tuple[str, str]]:
+        return (type(self), (self.field, str(self)))
+
+
+class LimitError(YomiageError, ValueError):
+    """A request would cost more than the engine allows (seconds of audio per sentence or
+    per request); ``limit`` names the limit, so a server can say which one."""
+
+    def __init__(self, limit: str, message: str) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+    def __reduce__(self) -> tuple[type[LimitError], tuple[str, str]]:
+        return (type(self), (self.limit, str(self)))
+
+
+class Cancelled(YomiageError):
+    """The caller cancelled the synthesis (a server's client left); nothing more is computed."""
+
+
 class UserDictionaryError(YomiageError, ValueError):
     """A user-dictionary entry is invalid (bad surface, reading or accent) or unknown."""
 
@@ -33,6 +60,10 @@ class MissingExtraError(YomiageError, ImportError):
     def __init__(self, feature: str, extra: str, module: str) -> None:
         super().__init__(f"{feature} needs the '{module}' package: pip install 'yomiage[{extra}]'")
         self.extra = extra
+        self._args = (feature, extra, module)
+
+    def __reduce__(self) -> tuple[type[MissingExtraError], tuple[str, str, str]]:
+        return (type(self), self._args)
 
 
 class AudioFormatError(YomiageError, ValueError):

@@ -14,12 +14,12 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from yomiage.audio import Audio, AudioChunk
-from yomiage.runtime.types import SynthesisOptions
+from yomiage.options import SynthesisOptions
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from yomiage.runtime.types import OptionFields
+    from yomiage.options import OptionFields
     from yomiage.synthesis import Pipeline
 
 _DONE = object()
@@ -47,20 +47,10 @@ class Speaker:
         return f"Speaker({self.name!r}, styles={list(self.styles)})"
 
     def options(self, **fields: Unpack[OptionFields]) -> SynthesisOptions:
-        """Checked options for this voice; ValueError names the valid styles or speakers."""
+        """Checked options for this voice; OptionError names the field and what it may be
+        (an unknown keyword is a TypeError, as for any Python call)."""
         options = SynthesisOptions(**fields)
-        if options.style not in self.styles:
-            raise ValueError(
-                f"unknown style {options.style!r} for voice {self.name!r}; "
-                f"styles: {', '.join(self.styles)}"
-            )
-        if options.speaker_id not in self.speaker_ids.values():
-            known = ", ".join(f"{n}={i}" for n, i in self.speaker_ids.items())
-            raise ValueError(
-                f"unknown speaker_id {options.speaker_id} for voice {self.name!r}; "
-                f"speakers: {known}"
-            )
-        return options
+        return options.check_voice(self.name, self.styles, self.speaker_ids)
 
     def stream(self, text: str, **fields: Unpack[OptionFields]) -> Iterator[AudioChunk]:
         """Audio chunks as they are decoded; the first comes after one decoder window.

@@ -29,9 +29,10 @@ import numpy.typing as npt
 
 from yomiage.audio import AudioChunk
 from yomiage.errors import TextError
+from yomiage.options import SynthesisOptions
 from yomiage.pauses import boundary_frames, gap_samples, trailing_silence
 from yomiage.pitch import adjust_pitch, require_world
-from yomiage.runtime.types import EncodedSentence, SynthesisBackend, SynthesisOptions
+from yomiage.runtime.types import EncodedSentence, SynthesisBackend
 from yomiage.text.frontend import Frontend
 from yomiage.text.g2p import Phonemes
 from yomiage.text.sentences import ends_at_comma, first_clause

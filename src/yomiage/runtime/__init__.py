@@ -1,11 +1,7 @@
 """Synthesis backends behind one protocol: PyTorch (CUDA, and CPU for tests) and
 ONNX Runtime (the CPU default)."""
 
-from yomiage.runtime.types import (
-    EncodedSentence,
-    OptionFields,
-    SynthesisBackend,
-    SynthesisOptions,
-)
+from yomiage.options import OptionFields, SynthesisOptions
+from yomiage.runtime.types import EncodedSentence, SynthesisBackend
 
 __all__ = ["EncodedSentence", "OptionFields", "SynthesisBackend", "SynthesisOptions"]

@@ -21,10 +21,11 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from yomiage.errors import ModelLoadError
+from yomiage.options import SynthesisOptions
 from yomiage.runtime.layouts import DURATION_PREDICTOR, SYNTHESIZER
 from yomiage.runtime.onnx_session import input_names, load_session
 from yomiage.runtime.onnx_voice import SentenceFeeds, Windowing
-from yomiage.runtime.types import SynthesisOptions, VoiceInfo
+from yomiage.runtime.types import VoiceInfo
 from yomiage.sbv2.config import load_config
 from yomiage.sbv2.styles import StyleTable, load_styles
 

@@ -17,18 +17,13 @@ import numpy.typing as npt
 
 from yomiage.bert.features import expand_to_phones
 from yomiage.errors import ModelLoadError
+from yomiage.options import SynthesisOptions
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_session import session_options
 from yomiage.runtime.onnx_voice import DECODERS, BundleVoice, SentenceFeeds, Windowing
-from yomiage.runtime.types import (
-    EncodedSentence,
-    SynthesisOptions,
-    VoiceInfo,
-    VoiceTable,
-    check_speaker,
-)
+from yomiage.runtime.types import EncodedSentence, VoiceInfo, VoiceTable, check_speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 

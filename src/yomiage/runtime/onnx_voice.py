@@ -17,11 +17,12 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from yomiage.errors import ModelLoadError
+from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
 from yomiage.runtime.chunking import windows
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.onnx_session import input_names, load_session
-from yomiage.runtime.types import SynthesisOptions, VoiceInfo
+from yomiage.runtime.types import VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.symbols import ModelInputs
 

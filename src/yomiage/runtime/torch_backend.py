@@ -19,13 +19,8 @@ import torch
 from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
 from yomiage.errors import ModelLoadError
 from yomiage.model import TorchVoice, load_voice
-from yomiage.runtime.types import (
-    EncodedSentence,
-    SynthesisOptions,
-    VoiceInfo,
-    VoiceTable,
-    check_speaker,
-)
+from yomiage.options import SynthesisOptions
+from yomiage.runtime.types import EncodedSentence, VoiceInfo, VoiceTable, check_speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 

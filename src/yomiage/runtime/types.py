@@ -2,103 +2,18 @@
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypedDict, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.errors import OptionError
+from yomiage.options import SynthesisOptions
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import ModelInputs
-
-
-@dataclass(frozen=True)
-class SynthesisOptions:
-    """Per-call options with SBV2's meanings and its API's defaults (spec §6).
-
-    ``speed`` is SBV2's ``length_scale``: larger is slower. ``seed`` makes the
-    noise reproducible; ``None`` draws fresh noise each call. ``quick_start``
-    reads a long first sentence's first clause (up to its first comma) on its
-    own, so the first audio of a stream comes sooner; the clause is then read
-    without the rest of the sentence as context (SBV2 never does this).
-    """
-
-    style: str = "Neutral"
-    style_weight: float = 1.0
-    speaker_id: int = 0
-    speed: float = 1.0
-    sdp_ratio: float = 0.2
-    noise: float = 0.6
-    noise_w: float = 0.8
-    pitch_scale: float = 1.0
-    intonation_scale: float = 1.0
-    seed: int | None = None
-    quick_start: bool = False
-
-    def __post_init__(self) -> None:
-        for name in (
-            "style_weight",
-            "speed",
-            "sdp_ratio",
-            "noise",
-            "noise_w",
-            "pitch_scale",
-            "intonation_scale",
-        ):
-            value = getattr(self, name)
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, (int, float))
-                or not math.isfinite(value)
-            ):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        if not 0.0 <= self.sdp_ratio <= 1.0:
-            raise ValueError(f"sdp_ratio must be between 0 and 1, got {self.sdp_ratio}")
-        if not 0.1 <= self.speed <= 10.0:
-            raise ValueError(f"speed must be between 0.1 and 10, got {self.speed}")
-        if self.noise < 0 or self.noise_w < 0:
-            raise ValueError("noise and noise_w must not be negative")
-        if isinstance(self.speaker_id, bool) or not isinstance(self.speaker_id, int):
-            raise ValueError(f"speaker_id must be an integer, got {self.speaker_id!r}")
-        if not 0.25 <= self.pitch_scale <= 4.0:
-            raise ValueError(f"pitch_scale must be between 0.25 and 4, got {self.pitch_scale}")
-        if not 0.0 <= self.intonation_scale <= 4.0:
-            raise ValueError(
-                f"intonation_scale must be between 0 and 4, got {self.intonation_scale}"
-            )
-        if not isinstance(self.quick_start, bool):
-            raise ValueError(f"quick_start must be True or False, got {self.quick_start!r}")
-        if self.seed is not None and (
-            isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0
-        ):
-            raise ValueError(f"seed must be a non-negative integer or None, got {self.seed!r}")
-
-    @property
-    def changes_pitch(self) -> bool:
-        """Whether WORLD must re-synthesize the audio (spec §7.1)."""
-        return self.pitch_scale != 1.0 or self.intonation_scale != 1.0
-
-
-class OptionFields(TypedDict, total=False):
-    """:class:`SynthesisOptions` as keyword arguments (``Speaker.generate(text, **fields)``).
-
-    Kept in step with the dataclass by a test.
-    """
-
-    style: str
-    style_weight: float
-    speaker_id: int
-    speed: float
-    sdp_ratio: float
-    noise: float
-    noise_w: float
-    pitch_scale: float
-    intonation_scale: float
-    seed: int | None
-    quick_start: bool
 
 
 @dataclass(frozen=True)
@@ -191,10 +106,12 @@ class SynthesisBackend(Protocol):
 
 
 def check_speaker(options: SynthesisOptions, n_speakers: int, spk2id: Mapping[str, int]) -> None:
-    """ValueError listing the voice's speakers when ``options.speaker_id`` is not one."""
+    """OptionError listing the voice's speakers when ``options.speaker_id`` is not one."""
     if not 0 <= options.speaker_id < n_speakers:
         names = ", ".join(f"{n}={i}" for n, i in spk2id.items())
-        raise ValueError(f"unknown speaker_id {options.speaker_id}; this voice has {names}")
+        raise OptionError(
+            "speaker_id", f"unknown speaker_id {options.speaker_id}; this voice has {names}"
+        )
 
 
 V = TypeVar("V")

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from yomiage.runtime.types import SynthesisOptions
+from yomiage.options import SynthesisOptions
 
 _D = SynthesisOptions()
 
