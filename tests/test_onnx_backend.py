@@ -15,6 +15,7 @@ from tests.conftest import FIXTURES
 from yomiage.errors import ModelLoadError
 from yomiage.runtime import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.chunking import clause_ends, flow_spans
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_voice import Windowing
 from yomiage.text import Frontend
@@ -90,6 +91,39 @@ def test_windowed_decoding_equals_whole(
     finally:
         backend.windowing = saved
     assert len(pieces) == -(-z.shape[2] // window)
+    stitched = np.concatenate(pieces)
+    assert stitched.shape == whole.shape
+    assert float(np.abs(stitched - whole).max()) <= 1e-5
+
+
+@pytest.mark.parametrize(("flow_frames", "first_flow_frames"), [(24, 8), (40, 40), (10_000, 8)])
+def test_long_sentence_goes_through_the_flow_in_spans(
+    backend: OnnxBackend, frontend: Frontend, flow_frames: int, first_flow_frames: int
+) -> None:
+    """A 200-character sentence went through the flow at once: 18 s and 3 GB on a full voice."""
+    options = SynthesisOptions(seed=3)
+    sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
+    [encoded] = backend.encode("tiny", sentence, options, backend.new_rng(3))
+    voice = backend.voice("tiny")
+    m_p, logs_p, g = encoded.state
+    rng = backend.new_rng(5)
+    mean = np.repeat(m_p, encoded.durations, axis=2)
+    eps = rng.standard_normal(mean.shape, dtype=np.float32)
+    z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
+    spans = flow_spans(
+        encoded.durations, clause_ends(encoded.inputs.phone_ids), flow_frames, first_flow_frames
+    )
+    assert (len(spans) > 1) == (z_p.shape[2] > flow_frames)
+    z = np.concatenate(
+        [voice.flow.run(None, {"z_p": z_p[:, :, a:b], "g": g})[0] for a, b in spans], axis=2
+    )
+    whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
+    saved = backend.windowing
+    backend.windowing = Windowing(7, 5, flow_frames, first_flow_frames)
+    try:
+        pieces = list(backend.decode_windows("tiny", encoded, options, backend.new_rng(5)))
+    finally:
+        backend.windowing = saved
     stitched = np.concatenate(pieces)
     assert stitched.shape == whole.shape
     assert float(np.abs(stitched - whole).max()) <= 1e-5

@@ -23,6 +23,7 @@ from yomiage.errors import (
 if TYPE_CHECKING:
     from yomiage.audio import Audio, AudioChunk
     from yomiage.engine import TTS
+    from yomiage.limits import Limits
     from yomiage.options import SynthesisOptions
     from yomiage.speaker import Speaker
     from yomiage.timings import Span, Timings
@@ -34,6 +35,7 @@ _LAZY = {
     "TTS": "yomiage.engine",
     "Speaker": "yomiage.speaker",
     "Audio": "yomiage.audio",
+    "Limits": "yomiage.limits",
     "AudioChunk": "yomiage.audio",
     "SynthesisOptions": "yomiage.options",
     "Span": "yomiage.timings",
@@ -57,6 +59,7 @@ __all__ = [
     "Cancelled",
     "DictionaryNotFoundError",
     "LimitError",
+    "Limits",
     "MissingExtraError",
     "ModelLoadError",
     "NotPreparedError",

@@ -18,6 +18,7 @@ from types import MappingProxyType, TracebackType
 from typing import Any
 
 from yomiage.errors import ModelLoadError, NotPreparedError, SourceNotFoundError
+from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.types import SynthesisBackend
@@ -89,6 +90,8 @@ class TTS:
     physical cores). ``decoder_precision="int8"`` runs the opt-in int8 decoder
     of bundles converted with ``--decoder int8`` (about 2x faster decoding; its
     error against float32 is recorded in the bundle's ``voice.json``).
+    ``limits`` bounds the audio one sentence and one call may make
+    (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     """
 
     def __init__(
@@ -104,8 +107,10 @@ class TTS:
         offline: bool | None = None,
         token: str | None = None,
         decoder_precision: str = "fp32",
+        limits: Limits | None = None,
     ) -> None:
         self.device = _check_device(device)
+        self.limits = limits or Limits()
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
         if backend == "auto":
@@ -274,7 +279,7 @@ class TTS:
         if self._pipeline is None:
             backend = self._make_backend(voices)
             slots = max(1, physical_cores() // self.threads) if self.threads else 1
-            self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots))
+            self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits)
         return self._pipeline
 
     @property

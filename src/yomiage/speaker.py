@@ -52,13 +52,21 @@ class Speaker:
         options = SynthesisOptions(**fields)
         return options.check_voice(self.name, self.styles, self.speaker_ids)
 
-    def stream(self, text: str, **fields: Unpack[OptionFields]) -> Iterator[AudioChunk]:
+    def stream(
+        self,
+        text: str,
+        *,
+        cancel: threading.Event | None = None,
+        **fields: Unpack[OptionFields],
+    ) -> Iterator[AudioChunk]:
         """Audio chunks as they are decoded; the first comes after one decoder window.
 
         Text and options are checked before this returns. Stopping early (or
         ``close()`` on the iterator) releases everything the stream held.
+        Setting ``cancel`` from another thread stops the work at its next step,
+        even before the first chunk, with :class:`~yomiage.errors.Cancelled`.
         """
-        return self._pipeline.stream(self.name, text, self.options(**fields))
+        return self._pipeline.stream(self.name, text, self.options(**fields), cancel=cancel)
 
     def generate(self, text: str, **fields: Unpack[OptionFields]) -> Audio:
         """The whole text as one :class:`Audio`, sentences joined with natural pauses."""

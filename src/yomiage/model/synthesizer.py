@@ -100,12 +100,22 @@ class JPExtraSynthesizer(nn.Module):
         noise_scale: float,
         generator: torch.Generator | None = None,
     ) -> Decoded:
+        z_p = self.prior_sample(encoded, noise_scale=noise_scale, generator=generator)
+        z = self.flow_reverse(z_p, encoded.g)
+        audio = self.dec(z, encoded.g)
+        return Decoded(z_p, z, audio)
+
+    def prior_sample(
+        self, encoded: Encoded, *, noise_scale: float, generator: torch.Generator | None = None
+    ) -> Tensor:
+        """``z_p`` ``[1, I, F]``: the token priors spread over their frames, plus noise."""
         path = alignment_path(encoded.durations)[:, 0]  # [1, F, T]
         m = torch.matmul(path, encoded.m_p.transpose(1, 2)).transpose(1, 2)
         logs = torch.matmul(path, encoded.logs_p.transpose(1, 2)).transpose(1, 2)
         noise = torch.randn(m.shape, generator=generator, device=m.device, dtype=m.dtype)
-        z_p = m + noise * torch.exp(logs) * noise_scale
-        y_mask = torch.ones(1, 1, m.shape[2], dtype=m.dtype, device=m.device)
-        z = self.flow.reverse(z_p, y_mask, encoded.g)
-        audio = self.dec(z * y_mask, encoded.g)
-        return Decoded(z_p, z, audio)
+        return m + noise * torch.exp(logs) * noise_scale
+
+    def flow_reverse(self, z_p: Tensor, g: Tensor) -> Tensor:
+        """The decoder's input for ``z_p`` (every frame valid, so the mask is all ones)."""
+        y_mask = torch.ones(1, 1, z_p.shape[2], dtype=z_p.dtype, device=z_p.device)
+        return self.flow.reverse(z_p, y_mask, g) * y_mask

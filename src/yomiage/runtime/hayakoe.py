@@ -28,6 +28,7 @@ from yomiage.runtime.onnx_voice import SentenceFeeds, Windowing
 from yomiage.runtime.types import VoiceInfo
 from yomiage.sbv2.config import load_config
 from yomiage.sbv2.styles import StyleTable, load_styles
+from yomiage.text.symbols import ModelInputs
 
 
 class HayakoeVoice:
@@ -36,7 +37,11 @@ class HayakoeVoice:
     def __init__(self, folder: Path, options: ort.SessionOptions) -> None:
         config = load_config(folder / "config.json")
         self.info = VoiceInfo(
-            config.sampling_rate, tuple(config.style2id), dict(config.spk2id), config.add_blank
+            config.sampling_rate,
+            tuple(config.style2id),
+            dict(config.spk2id),
+            config.add_blank,
+            whole_utterance=True,
         )
         self.hop_length = config.hop_length
         self.add_blank = config.add_blank
@@ -114,6 +119,7 @@ class HayakoeVoice:
     def decode_windows(
         self,
         state: Any,
+        inputs: ModelInputs,
         durations: npt.NDArray[np.int64],
         options: SynthesisOptions,
         rng: Any,

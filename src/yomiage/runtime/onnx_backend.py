@@ -18,6 +18,12 @@ import numpy.typing as npt
 from yomiage.bert.features import expand_to_phones
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
+from yomiage.runtime.chunking import (
+    DEFAULT_FIRST_WINDOW_FRAMES,
+    DEFAULT_WINDOW_FRAMES,
+    FIRST_FLOW_SPAN_FRAMES,
+    FLOW_SPAN_FRAMES,
+)
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
@@ -29,14 +35,6 @@ from yomiage.text.symbols import to_model_inputs
 
 __all__ = ["BERT_PRECISIONS", "OnnxBackend", "session_options"]
 
-# Decoder windows, measured on a full-size voice (650 frames, 2 threads, decoder
-# alone): 32 frames 3.1x real time, 64 4.1x, 128 4.8x, 256 4.7x, whole 4.8x;
-# each window recomputes the receptive field (15 frames) on both sides. End to
-# end on 39 s of text (q8, heap trimmed after each sentence): 64 gave 3.06x at
-# 1,017 MB peak RSS, 128 3.28x at 1,008 MB, 256 3.40x at 1,037 MB. The first
-# window is smaller so audio starts sooner.
-DEFAULT_WINDOW_FRAMES = 128
-DEFAULT_FIRST_WINDOW_FRAMES = 32
 
 OnnxVoice = BundleVoice | HayakoeVoice
 
@@ -54,15 +52,19 @@ class OnnxBackend:
         window_frames: int = DEFAULT_WINDOW_FRAMES,
         first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES,
         decoder_precision: str = "fp32",
+        flow_frames: int = FLOW_SPAN_FRAMES,
+        first_flow_frames: int = FIRST_FLOW_SPAN_FRAMES,
     ) -> None:
         """``decoder_precision="int8"`` runs the opt-in int8 decoder of bundles that have one."""
         if decoder_precision not in DECODERS:
             raise ValueError(f"decoder_precision must be one of {', '.join(DECODERS)}")
         self.decoder_precision = decoder_precision
-        if window_frames < 1 or first_window_frames < 1:
-            raise ValueError("decoder windows need at least one frame")
+        if min(window_frames, first_window_frames, flow_frames, first_flow_frames) < 1:
+            raise ValueError("decoder windows and flow spans need at least one frame")
         self.options = session_options(threads)
-        self.windowing = Windowing(window_frames, first_window_frames)
+        self.windowing = Windowing(
+            window_frames, first_window_frames, flow_frames, first_flow_frames
+        )
         self.bert = OnnxBert(
             Path(bert_dir),
             self.options,
@@ -168,7 +170,9 @@ class OnnxBackend:
     ) -> Iterator[npt.NDArray[np.float32]]:
         """The sentence's audio, window by window (first window after the flow)."""
         v = self.voice(voice)
-        return v.decode_windows(encoded.state, encoded.durations, options, rng, self.windowing)
+        return v.decode_windows(
+            encoded.state, encoded.inputs, encoded.durations, options, rng, self.windowing
+        )
 
     def decode(
         self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any

@@ -19,7 +19,13 @@ import onnxruntime as ort
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
-from yomiage.runtime.chunking import windows
+from yomiage.runtime.chunking import (
+    FIRST_FLOW_SPAN_FRAMES,
+    FLOW_SPAN_FRAMES,
+    clause_ends,
+    flow_spans,
+    windows,
+)
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.onnx_session import input_names, load_session
 from yomiage.runtime.types import VoiceInfo
@@ -43,8 +49,12 @@ class SentenceFeeds:
 
 @dataclass(frozen=True)
 class Windowing:
+    """Frames per decoder window (the first may be smaller) and per flow span."""
+
     window_frames: int
     first_window_frames: int
+    flow_frames: int = FLOW_SPAN_FRAMES
+    first_flow_frames: int = FIRST_FLOW_SPAN_FRAMES
 
 
 class BundleVoice:
@@ -103,6 +113,7 @@ class BundleVoice:
     def decode_windows(
         self,
         state: Any,
+        inputs: ModelInputs,
         durations: npt.NDArray[np.int64],
         options: SynthesisOptions,
         rng: Any,
@@ -116,12 +127,28 @@ class BundleVoice:
         scale = np.exp(np.repeat(logs_p, durations, axis=2))
         eps = rng.standard_normal(mean.shape, dtype=np.float32)
         z_p = (mean + eps * scale * np.float32(options.noise)).astype(np.float32)
-        z = self.flow.run(None, {"z_p": z_p, "g": g})[0]
+        del mean, scale, eps
+        spans = iter(
+            flow_spans(
+                durations,
+                clause_ends(inputs.phone_ids),
+                windowing.flow_frames,
+                windowing.first_flow_frames,
+            )
+        )
+        z = np.empty_like(z_p)
+        flowed = 0  # frames of z made so far
         hop = self.hop_length
         context = self.manifest.receptive_field_frames
         first = min(windowing.first_window_frames, windowing.window_frames)
         try:
             for w in windows(z.shape[2], windowing.window_frames, context, first):
+                while flowed < w.pad_stop:  # the flow runs a span ahead of the decoder
+                    start, stop = next(spans)
+                    z[:, :, start:stop] = self.flow.run(
+                        None, {"z_p": z_p[:, :, start:stop], "g": g}
+                    )[0]
+                    flowed = stop
                 audio = self.decoder.run(None, {"z": z[:, :, w.pad_start : w.pad_stop], "g": g})[0]
                 yield np.ascontiguousarray(audio[0, 0, w.crop(hop)])
         finally:

@@ -20,6 +20,16 @@ from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
 from yomiage.errors import ModelLoadError
 from yomiage.model import TorchVoice, load_voice
 from yomiage.options import SynthesisOptions
+from yomiage.runtime.chunking import (
+    DEFAULT_FIRST_WINDOW_FRAMES,
+    DEFAULT_WINDOW_FRAMES,
+    FIRST_FLOW_SPAN_FRAMES,
+    FLOW_SPAN_FRAMES,
+    clause_ends,
+    flow_spans,
+    receptive_field_frames,
+    windows,
+)
 from yomiage.runtime.types import EncodedSentence, VoiceInfo, VoiceTable, check_speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
@@ -42,6 +52,11 @@ class TorchBackend:
         if threads is not None:
             torch.set_num_threads(threads)
         self.device = torch.device(device)
+        # Decoder windows: small on CPU for early audio; on a GPU one window
+        # covers most sentences (memory stays bounded on longer ones).
+        on_gpu = self.device.type == "cuda"
+        self.window_frames = 4096 if on_gpu else DEFAULT_WINDOW_FRAMES
+        self.first_window = 4096 if on_gpu else DEFAULT_FIRST_WINDOW_FRAMES
         self.bert = TorchBert(bert_dir, tokenizer_dir, device=self.device)
         self._voices: VoiceTable[TorchVoice] = VoiceTable()
 
@@ -159,5 +174,31 @@ class TorchBackend:
     def decode_windows(
         self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
     ) -> Iterator[npt.NDArray[np.float32]]:
-        """The whole sentence as one piece: on a GPU the decoder is not the bottleneck."""
-        yield self.decode(voice, encoded, options, rng)
+        """The sentence's audio window by window, the flow in spans a window ahead
+        (:mod:`yomiage.runtime.chunking`), so memory stays bounded on any sentence.
+        Windows are large on a GPU, where the decoder is not the bottleneck."""
+        v = self.voice(voice)
+        model, hop = v.model, v.config.hop_length
+        spans = flow_spans(
+            encoded.durations,
+            clause_ends(encoded.inputs.phone_ids),
+            FLOW_SPAN_FRAMES,
+            FIRST_FLOW_SPAN_FRAMES,
+        )
+        with torch.inference_mode():
+            z_p = model.prior_sample(encoded.state, noise_scale=options.noise, generator=rng)
+            g = encoded.state.g
+            z = torch.empty_like(z_p)
+            pending = iter(spans)
+            flowed = 0
+            for w in windows(z.shape[2], self.window_frames, self._context(v), self.first_window):
+                while flowed < w.pad_stop:
+                    start, stop = next(pending)
+                    z[:, :, start:stop] = model.flow_reverse(z_p[:, :, start:stop], g)
+                    flowed = stop
+                audio = model.dec(z[:, :, w.pad_start : w.pad_stop], g)[0, 0]
+                piece: npt.NDArray[np.float32] = audio[w.crop(hop)].to("cpu").numpy()
+                yield piece
+
+    def _context(self, voice: TorchVoice) -> int:
+        return receptive_field_frames(voice.config.model)

@@ -43,6 +43,8 @@ class VoiceInfo:
     styles: tuple[str, ...]
     speakers: Mapping[str, int]
     add_blank: bool = True
+    # The voice makes a sentence's audio in one graph call (no flow spans, no windows).
+    whole_utterance: bool = False
 
 
 class SynthesisBackend(Protocol):

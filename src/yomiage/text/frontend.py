@@ -159,11 +159,12 @@ class Frontend:
         analysers = self._analysers
         return normalize(text, analysers.english, analysers.keep_words)
 
-    def split_sentences(self, text: str) -> list[str]:
-        """Sentences of ``text`` (see :func:`yomiage.text.sentences.split_sentences`)."""
+    def split_sentences(self, text: str, max_length: int | None = None) -> list[str]:
+        """Sentences of ``text`` of at most ``max_length`` characters (default: this
+        frontend's; see :func:`yomiage.text.sentences.split_sentences`)."""
         if not isinstance(text, str):
             raise TextError(f"text must be a str, not {type(text).__name__}")
-        return split_sentences(text, self.max_sentence_length)
+        return split_sentences(text, max_length or self.max_sentence_length)
 
     def g2p(self, text: str) -> Phonemes:
         """Phonemes, tones and word2ph of one sentence, exactly as SBV2 feeds its model.
