@@ -358,6 +358,7 @@ class TTS:
                 threads=self.threads,
                 tokenizer_dir=tokenizer_dir,
                 decoder_precision=self.decoder_precision,
+                verified_dir=Cache.at(self.cache_dir).root / "verified",
             )
         try:
             from yomiage.runtime.torch_backend import TorchBackend

@@ -66,6 +66,23 @@ def _field(data: Mapping[str, Any], key: str, kind: type, path: Path) -> Any:
     return value
 
 
+def _count(data: Mapping[str, Any], key: str, path: Path, low: int = 1, high: int = 2**31) -> int:
+    """An integer field in ``[low, high]`` (a zero sample rate once divided by zero)."""
+    value: int = _field(data, key, int, path)
+    if not low <= value <= high:
+        raise ModelLoadError(f"{path}: '{key}' is {value}; it must be from {low} to {high}")
+    return value
+
+
+def _ids(data: Mapping[str, Any], key: str, path: Path) -> dict[str, int]:
+    value = _field(data, key, dict, path)
+    if not value or not all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value.values()
+    ):
+        raise ModelLoadError(f"{path}: '{key}' must map names to non-negative integer ids")
+    return {str(k): v for k, v in value.items()}
+
+
 def read_manifest(folder: Path) -> VoiceManifest:
     path = folder / "voice.json"
     try:
@@ -94,15 +111,15 @@ def read_manifest(folder: Path) -> VoiceManifest:
     return VoiceManifest(
         path=folder,
         name=_field(data, "name", str, path),
-        sampling_rate=_field(data, "sampling_rate", int, path),
-        hop_length=_field(data, "hop_length", int, path),
+        sampling_rate=_count(data, "sampling_rate", path, 8000, 192000),
+        hop_length=_count(data, "hop_length", path, 1, 4096),
         add_blank=_field(data, "add_blank", bool, path),
-        bert_dim=_field(data, "bert_dim", int, path),
-        inter_channels=_field(data, "inter_channels", int, path),
-        n_speakers=_field(data, "n_speakers", int, path),
-        spk2id=_field(data, "spk2id", dict, path),
-        style2id=_field(data, "style2id", dict, path),
-        receptive_field_frames=_field(data, "receptive_field_frames", int, path),
+        bert_dim=_count(data, "bert_dim", path),
+        inter_channels=_count(data, "inter_channels", path, 2),
+        n_speakers=_count(data, "n_speakers", path),
+        spk2id=_ids(data, "spk2id", path),
+        style2id=_ids(data, "style2id", path),
+        receptive_field_frames=_count(data, "receptive_field_frames", path, 0, 4096),
         files=files,
         decoder_int8=data.get("decoder_int8")
         if isinstance(data.get("decoder_int8"), dict)

@@ -54,8 +54,12 @@ class OnnxBackend:
         decoder_precision: str = "fp32",
         flow_frames: int = FLOW_SPAN_FRAMES,
         first_flow_frames: int = FIRST_FLOW_SPAN_FRAMES,
+        verified_dir: Path | None = None,
     ) -> None:
-        """``decoder_precision="int8"`` runs the opt-in int8 decoder of bundles that have one."""
+        """``decoder_precision="int8"`` runs the opt-in int8 decoder of bundles that have one.
+        Bundles are checked against their recorded sha256 as they load; ``verified_dir``
+        remembers which files were (:mod:`yomiage.runtime.integrity`)."""
+        self.verified_dir = verified_dir
         if decoder_precision not in DECODERS:
             raise ValueError(f"decoder_precision must be one of {', '.join(DECODERS)}")
         self.decoder_precision = decoder_precision
@@ -70,6 +74,7 @@ class OnnxBackend:
             self.options,
             precision=precision,
             tokenizer_dir=Path(tokenizer_dir) if tokenizer_dir is not None else None,
+            verified_dir=verified_dir,
         )
         self._voices: VoiceTable[OnnxVoice] = VoiceTable()
 
@@ -85,7 +90,12 @@ class OnnxBackend:
                 )
             voice = HayakoeVoice(folder, self.options)
         else:
-            voice = BundleVoice(folder, self.options, decoder_precision=self.decoder_precision)
+            voice = BundleVoice(
+                folder,
+                self.options,
+                decoder_precision=self.decoder_precision,
+                verified_dir=self.verified_dir,
+            )
         if voice.bert_dim != self.bert.hidden_size:
             raise ModelLoadError(
                 f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "

@@ -19,12 +19,13 @@ import onnxruntime as ort
 from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import BERT_FORMAT
+from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.onnx_session import input_names, load_session
 
 BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onnx"}
 
 
-def _bundle_graph(bert_dir: Path, precision: str) -> tuple[Path, int]:
+def _bundle_graph(bert_dir: Path, precision: str, verified_dir: Path | None) -> tuple[Path, int]:
     manifest_path = bert_dir / "bert.json"
     try:
         manifest = json.loads(manifest_path.read_text("utf-8"))
@@ -36,7 +37,14 @@ def _bundle_graph(bert_dir: Path, precision: str) -> tuple[Path, int]:
     if not graph.is_file():
         have = ", ".join(sorted(manifest.get("graphs", {})))
         raise ModelLoadError(f"{bert_dir} has no {precision} BERT ({graph.name}); it has {have}")
-    return graph, int(manifest["hidden_size"])
+    files = manifest.get("files")
+    if isinstance(files, dict):
+        used = used_files(files, graph.name, BERT_PRECISIONS.values())
+        verify_files(bert_dir, files, used, verified_dir)
+    hidden = manifest.get("hidden_size")
+    if isinstance(hidden, bool) or not isinstance(hidden, int) or hidden < 1:
+        raise ModelLoadError(f"{manifest_path}: 'hidden_size' must be a positive integer")
+    return graph, hidden
 
 
 def _plain_graph(bert_dir: Path, precision: str) -> Path:
@@ -67,6 +75,7 @@ class OnnxBert:
         *,
         precision: str = "q8",
         tokenizer_dir: Path | None = None,
+        verified_dir: Path | None = None,
     ) -> None:
         if precision not in BERT_PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(BERT_PRECISIONS)}")
@@ -74,7 +83,7 @@ class OnnxBert:
             raise ModelLoadError(f"BERT folder not found: {bert_dir}")
         hidden_size: int | None = None
         if (bert_dir / "bert.json").is_file():
-            graph, hidden_size = _bundle_graph(bert_dir, precision)
+            graph, hidden_size = _bundle_graph(bert_dir, precision, verified_dir)
         else:
             graph = _plain_graph(bert_dir, precision)
         self.path = graph

@@ -26,6 +26,7 @@ from yomiage.runtime.chunking import (
     flow_spans,
     windows,
 )
+from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.onnx_session import input_names, load_session
 from yomiage.runtime.types import VoiceInfo
@@ -61,8 +62,15 @@ class BundleVoice:
     """A bundle from ``yomiage convert``: durations first, audio window by window."""
 
     def __init__(
-        self, folder: Path, options: ort.SessionOptions, *, decoder_precision: str = "fp32"
+        self,
+        folder: Path,
+        options: ort.SessionOptions,
+        *,
+        decoder_precision: str = "fp32",
+        verified_dir: Path | None = None,
     ) -> None:
+        """``verified_dir``: where to remember files already checked (see
+        :mod:`yomiage.runtime.integrity`); every file read is checked either way."""
         m: VoiceManifest = read_manifest(folder)
         decoder = DECODERS.get(decoder_precision)
         if decoder is None:
@@ -72,6 +80,7 @@ class BundleVoice:
                 f"{folder} has no {decoder}: convert the voice with "
                 "`yomiage convert ... --decoder int8` for decoder_precision='int8'"
             )
+        verify_files(folder, m.files, used_files(m.files, decoder, DECODERS.values()), verified_dir)
         self.manifest = m
         self.info = VoiceInfo(m.sampling_rate, tuple(m.style2id), dict(m.spk2id), m.add_blank)
         self.hop_length = m.hop_length

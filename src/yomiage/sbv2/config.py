@@ -149,6 +149,15 @@ def parse_config(data: Any, path: Path) -> VoiceConfig:
 
 def _check_consistency(config: VoiceConfig, path: Path) -> None:
     m = config.model
+    if not 8000 <= config.sampling_rate <= 192000:
+        raise ModelLoadError(
+            f"{path}: data.sampling_rate {config.sampling_rate} is not a sample rate (8000-192000)"
+        )
+    sizes = ("inter_channels", "hidden_channels", "filter_channels", "n_heads", "n_layers",
+             "kernel_size", "upsample_initial_channel", "gin_channels")  # fmt: skip
+    for name in sizes:
+        if getattr(m, name) < 1:
+            raise ModelLoadError(f"{path}: model.{name} must be a positive integer")
     if math.prod(m.upsample_rates) != config.hop_length:
         raise ModelLoadError(
             f"{path}: data.hop_length {config.hop_length} must equal the product of "
