@@ -28,8 +28,8 @@ class RunningServer:
     def state(self) -> Any:
         return self.app.state.yomiage
 
-    def client(self, **kwargs: Any) -> httpx.Client:
-        return httpx.Client(base_url=self.url, timeout=60, **kwargs)
+    def client(self, timeout: float = 60, **kwargs: Any) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=timeout, **kwargs)
 
     def metric(self, name: str) -> float:
         """One unlabelled sample from /metrics."""

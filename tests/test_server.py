@@ -446,11 +446,13 @@ def test_health_ready_and_metrics(server: RunningServer, client: Any) -> None:
 
 
 def test_ready_waits_for_warmup(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
-    from yomiage.server import app as server_app
+    from yomiage.server.service import LocalService
 
     release = threading.Event()
-    real = server_app._warm
-    monkeypatch.setattr(server_app, "_warm", lambda speaker: (release.wait(10), real(speaker)))
+    real = LocalService.warm
+    monkeypatch.setattr(
+        LocalService, "warm", lambda self, voice: (release.wait(10), real(self, voice))
+    )
     with serve(tts, ServerConfig(warmup=True)) as server, server.client() as http:
         assert http.get("/health").status_code == 200
         early = http.get("/ready")

@@ -20,17 +20,25 @@ from yomiage.cli import main  # noqa: E402
 from yomiage.cli_serve import _is_loopback  # noqa: E402
 
 
+def _wait_for_url(process: subprocess.Popen[str]) -> str:
+    """The URL ``yomiage serve`` prints once it listens (after a line saying it loads)."""
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        found = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
+        if found:
+            return found.group(1)
+    raise AssertionError("yomiage serve stopped before listening: " + "".join(seen))
+
+
 def test_serve_process_end_to_end(tiny_bundle: Path) -> None:
     env = {**os.environ, "YOMIAGE_API_KEY": "k-123"}
     command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
                "--port", "0", "--threads", "1", "--voice-alias", "alloy=tiny"]  # fmt: skip
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     try:
-        assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
-        assert found, line
-        url = found.group(1)
+        url = _wait_for_url(process)
         end = time.monotonic() + 60
         while httpx.get(f"{url}/ready").status_code != 200:  # after the warm-up
             assert time.monotonic() < end and process.poll() is None
@@ -66,3 +74,37 @@ def test_serve_help_and_safe_defaults(capsys: pytest.CaptureFixture[str]) -> Non
     assert "examples:" in out and "default 127.0.0.1" in out and "--api-key" in out
     assert _is_loopback("127.0.0.1") and _is_loopback("::1") and _is_loopback("localhost")
     assert not _is_loopback("0.0.0.0") and not _is_loopback("192.168.1.2")
+
+
+def _worker_of(server_pid: int) -> int:
+    """The server's worker process (its other child is multiprocessing's resource tracker)."""
+    for task in Path(f"/proc/{server_pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"resource_tracker" not in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    raise AssertionError("yomiage serve has no worker process")
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_serve_survives_sigsegv_in_its_worker(tiny_bundle: Path) -> None:
+    """A native crash used to take the whole server down without a log line."""
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+               "--port", "0", "--threads", "1"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        url = _wait_for_url(process)
+        with httpx.Client(base_url=url, timeout=60) as http:
+            assert http.post("/tts", json={"text": "こんにちは。"}).status_code == 200
+            worker = _worker_of(process.pid)
+            os.kill(worker, signal.SIGSEGV)
+            # A request sent now waits for the new worker instead of failing.
+            after = http.post("/tts", json={"text": "こんにちは。"})
+            assert after.status_code == 200, after.text
+            assert process.poll() is None and _worker_of(process.pid) != worker
+            metrics = http.get("/metrics").text
+        assert "yomiage_worker_crashes_total 1" in metrics
+        assert "yomiage_worker_restarts_total 1" in metrics
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+    assert process.returncode in (0, 130)

@@ -15,6 +15,7 @@ from yomiage.options import OptionFields, SynthesisOptions
 
 if TYPE_CHECKING:
     from yomiage import TTS
+    from yomiage.limits import Limits
     from yomiage.speaker import Speaker
 
 QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
@@ -153,12 +154,13 @@ def model_name(source: str) -> str:
     return last or "voice"
 
 
-def make_tts(args: argparse.Namespace) -> TTS:
+def make_tts(args: argparse.Namespace, *, limits: Limits | None = None) -> TTS:
     """An engine with the voices of the flags declared (not prepared yet)."""
     from yomiage import TTS
 
     tts = TTS(
         args.device,
+        limits=limits,
         cache_dir=args.cache_dir,
         bert_source=args.bert,
         threads=args.threads,

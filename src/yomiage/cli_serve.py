@@ -1,15 +1,27 @@
-"""``yomiage serve``: load voices, then answer HTTP on 127.0.0.1 unless told otherwise."""
+"""``yomiage serve``: load voices, then answer HTTP on 127.0.0.1 unless told otherwise.
+
+The engine runs in a supervised worker process by default
+(:mod:`yomiage.server.worker`): a crash in a native library costs the
+requests in flight and a restart, never the server. ``--in-process`` keeps
+it in the server's process (less memory, no protection).
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import ipaddress
 import logging
 import os
 import socket
 import sys
+import time
+from typing import TYPE_CHECKING, Any
 
 from yomiage.cli_options import add_engine_arguments
+
+if TYPE_CHECKING:
+    from yomiage.server.service import LocalService
 
 log = logging.getLogger("yomiage.serve")
 
@@ -85,7 +97,27 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default="read",
         help="user dictionary routes: off, read (list only; default) or write",
     )
+    net.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name requests may carry, e.g. the name a proxy passes on (repeatable; "
+        "default: localhost and the loopback addresses on a loopback bind, any otherwise)",
+    )
+    net.add_argument(
+        "--max-audio-seconds",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="most audio one request may make (default 900); a sentence at most 180",
+    )
     net.add_argument("--no-playground", action="store_true", help="no page at /")
+    net.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the engine in the server's own process (no crash protection)",
+    )
     voices = p.add_argument_group("voices on the wire")
     voices.add_argument(
         "--default-voice",
@@ -99,7 +131,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="ALIAS=NAME",
         help="a name requests may use for a voice, e.g. alloy=jvnv-F1-jp",
     )
-    voices.add_argument("--no-warmup", action="store_true", help="ready without a warm-up")
+    voices.add_argument(
+        "--no-warmup", action="store_true", help="no warm-up sentence before the port opens"
+    )
     p.add_argument(
         "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging"
     )
@@ -141,16 +175,46 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+_ENGINE_FLAGS = ("voice", "model", "bert", "device", "threads", "quantize", "decoder",
+                 "cache_dir", "offline", "user_dict", "max_audio_seconds", "no_warmup")  # fmt: skip
+
+
+def engine_service(flags: dict[str, Any]) -> LocalService:
+    """The engine of ``serve``'s flags, prepared and warmed (what the worker process runs).
+
+    Warming up here, before the port opens, means a worker restarted after a
+    crash is warm too before it takes requests.
+    """
+    from yomiage.cli_options import make_tts
+    from yomiage.limits import Limits
+    from yomiage.server.service import LocalService
+
+    args = argparse.Namespace(**flags)
+    tts = make_tts(args, limits=Limits(max_request_seconds=args.max_audio_seconds))
+    try:
+        service = LocalService(tts.prepare())
+        for voice in [] if args.no_warmup else service.voices:
+            service.warm(voice)
+    except BaseException:
+        tts.close()
+        raise
+    return service
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn
 
         from yomiage.server import ServerConfig, create_app
+        from yomiage.server.config import LOOPBACK_HOSTS
+        from yomiage.server.runner import Server
     except ImportError as exc:
         from yomiage.errors import MissingExtraError
 
         raise MissingExtraError("yomiage serve", "server", exc.name or "fastapi") from None
+    hosts = tuple(args.allowed_host) or (LOOPBACK_HOSTS if _is_loopback(args.host) else ("*",))
     config = ServerConfig(
+        allowed_hosts=hosts,
         api_key=args.api_key or None,
         max_input_chars=args.max_chars,
         max_concurrency=args.max_concurrency,
@@ -160,7 +224,7 @@ def run(args: argparse.Namespace) -> int:
         dict_api=args.dict_api,
         voice_aliases=_aliases(args.voice_alias),
         default_voice=args.default_voice,
-        warmup=not args.no_warmup,
+        warmup=False,  # done by engine_service before the port opens
         playground=not args.no_playground,
     )
     if not _is_loopback(args.host) and config.api_key is None:
@@ -169,27 +233,41 @@ def run(args: argparse.Namespace) -> int:
             "(set --api-key or YOMIAGE_API_KEY)",
             args.host,
         )
-    from yomiage.cli_options import make_tts
+    flags = {name: getattr(args, name) for name in _ENGINE_FLAGS}
+    started = time.perf_counter()
+    if args.in_process:
+        service: Any = engine_service(flags)
+    else:
+        from yomiage.server.worker import WorkerService
 
-    with make_tts(args) as tts:
-        tts.prepare()  # missing voices fail here, before the port opens
-        app = create_app(tts, config)
+        print("yomiage serve: loading the voices in a worker process...", file=sys.stderr,
+              flush=True)  # fmt: skip
+        service = WorkerService(functools.partial(engine_service, flags))
+    try:
+        app = create_app(service, config)
         sock = bind(args.host, args.port)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         print(
-            f"yomiage serve: {', '.join(tts.speakers)} on http://{shown}:{port}/ (Ctrl-C stops)",
+            f"yomiage serve: {', '.join(service.voices)} on http://{shown}:{port}/ "
+            f"(loaded in {time.perf_counter() - started:.1f} s; Ctrl-C stops)",
             file=sys.stderr,
             flush=True,
         )
         level = logging.getLogger().getEffectiveLevel()
-        server = uvicorn.Server(
+        server = Server(
             uvicorn.Config(
                 app,
                 log_level=logging.getLevelName(max(level, logging.INFO)).lower(),
                 log_config=None,  # keep the CLI's logging set-up
                 timeout_graceful_shutdown=5,
-            )
+            ),
+            app.state.yomiage,
         )
         server.run(sockets=[sock])
+    finally:
+        service.close()
+        tts = getattr(service, "tts", None)
+        if tts is not None:
+            tts.close()
     return 0

@@ -46,6 +46,14 @@ class UserDictionaryError(YomiageError, ValueError):
     """A user-dictionary entry is invalid (bad surface, reading or accent) or unknown."""
 
 
+class UnknownWordError(UserDictionaryError, LookupError):
+    """The word to remove is not in the user dictionary."""
+
+
+class DictionaryStorageError(UserDictionaryError):
+    """The user dictionary's file cannot be read or written; nothing was changed."""
+
+
 class DictionaryNotFoundError(YomiageError):
     """The bundled OpenJTalk dictionary is missing from the installation."""
 

@@ -14,6 +14,7 @@ OPENAI_VOICES = (
     "verse", "marin", "cedar",
 )  # fmt: skip
 MODEL_IDS = ("yomiage", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,12 @@ class ServerConfig:
     loaded voices; ``default_voice`` is used for OpenAI names not aliased and
     for ``/tts`` without a voice (default: the first voice loaded).
     ``warmup``: synthesize one sentence per voice at start-up before ``/ready``.
+    ``allowed_hosts``: Host header names the server answers to (``"*"``: any).
+    The default, loopback names only, keeps a page on another site from
+    reaching a keyless server on 127.0.0.1 by pointing its own name there (DNS
+    rebinding); behind a proxy that passes its public Host, add that name.
+    The audio a request may make is bounded by the engine's
+    :class:`~yomiage.limits.Limits` (``yomiage serve --max-audio-seconds``).
     """
 
     api_key: str | None = None
@@ -44,6 +51,7 @@ class ServerConfig:
     default_voice: str | None = None
     warmup: bool = True
     playground: bool = True
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
 
     def __post_init__(self) -> None:
         if self.max_input_chars < 1:
@@ -54,6 +62,8 @@ class ServerConfig:
             raise ValueError(f"dict_api must be off, read or write, not {self.dict_api!r}")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("an empty API key would let everyone in; leave it unset instead")
+        if not self.allowed_hosts or not all(h.strip() for h in self.allowed_hosts):
+            raise ValueError("allowed_hosts needs at least one non-empty name (or '*')")
 
     @property
     def max_body_bytes(self) -> int:

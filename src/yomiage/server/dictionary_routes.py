@@ -7,12 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from yomiage.errors import UserDictionaryError
+from yomiage.errors import DictionaryStorageError, UnknownWordError, UserDictionaryError
 from yomiage.server.errors import APIError
 from yomiage.server.schemas import WordRequest
+from yomiage.server.worker import WorkerCrashed, WorkerUnavailable
+from yomiage.text.user_dict import SkippedEntry, UserWord
 
 if TYPE_CHECKING:
-    from yomiage.server.app import ServerState
+    from yomiage.server.state import ServerState
 
 
 def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
@@ -28,7 +30,10 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
                 code="dictionary_api_disabled",
             )
 
-    def record(word: Any) -> dict[str, Any]:
+    def record(word: UserWord | SkippedEntry) -> dict[str, Any]:
+        if isinstance(word, SkippedEntry):  # an entry of the file that was not valid
+            entry = word.entry if isinstance(word.entry, dict) else {"entry": word.entry}
+            return {**entry, "skipped": word.reason}
         return {
             "surface": word.surface,
             "reading": word.reading,
@@ -37,23 +42,33 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
             "word_type": word.word_type,
         }
 
+    async def in_thread(fn: Any, *args: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(state.executor, fn, *args)
+        except WorkerCrashed as exc:
+            raise APIError(500, str(exc), code="worker_crashed") from None
+        except WorkerUnavailable as exc:
+            raise APIError(
+                503, str(exc), code="worker_restarting", headers={"Retry-After": "2"}
+            ) from None
+
     @app.get("/user_dict", tags=["dictionary"])
     async def list_words() -> dict[str, Any]:
         allow(write=False)
-        return {"words": [record(w) for w in state.tts.words()]}
+        return {"words": [record(w) for w in await in_thread(state.service.words)]}
 
     @app.post("/user_dict", tags=["dictionary"], status_code=201)
     async def add_word(body: WordRequest) -> dict[str, Any]:
         """Add or replace a word; it applies from the next request on."""
         allow(write=True)
-        loop = asyncio.get_running_loop()
         try:
-            word = await loop.run_in_executor(
-                state.executor,
-                lambda: state.tts.add_word(
-                    body.surface, body.reading, body.accent, body.priority, body.word_type
-                ),
-            )
+            word = await in_thread(
+                state.service.add_word,
+                body.surface, body.reading, body.accent, body.priority, body.word_type,
+            )  # fmt: skip
+        except DictionaryStorageError as exc:
+            raise APIError(500, str(exc), code="dictionary_not_saved") from None
         except UserDictionaryError as exc:
             raise APIError(400, str(exc), code="invalid_word") from None
         return record(word)
@@ -61,12 +76,10 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
     @app.delete("/user_dict/{surface}", tags=["dictionary"])
     async def remove_word(surface: str) -> dict[str, Any]:
         allow(write=True)
-        known = {w.surface for w in state.tts.words()}
-        if surface not in known:
-            raise APIError(404, f"{surface!r} is not in the user dictionary", code="word_not_found")
-        loop = asyncio.get_running_loop()
         try:
-            word = await loop.run_in_executor(state.executor, state.tts.remove_word, surface)
-        except UserDictionaryError as exc:
+            word = await in_thread(state.service.remove_word, surface)
+        except UnknownWordError as exc:
             raise APIError(404, str(exc), code="word_not_found") from None
+        except DictionaryStorageError as exc:
+            raise APIError(500, str(exc), code="dictionary_not_saved") from None
         return record(word)

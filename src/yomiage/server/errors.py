@@ -72,18 +72,39 @@ def error_response(
     )
 
 
+# pydantic error type -> what the value must be (our words, not the library's).
+_EXPECTED = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "dict_type": "a JSON object",
+    "model_type": "a JSON object",
+    "literal_error": "one of the documented values",
+    "string_too_long": "shorter",
+}
+
+
 def _validation_response(exc: RequestValidationError) -> JSONResponse:
     errors = list(exc.errors())
     first = errors[0] if errors else {}
     kind = str(first.get("type", "invalid"))
     if kind == "json_invalid":
-        reason = first.get("ctx", {}).get("error", "")
-        return error_response(
-            400, f"the body is not valid JSON: {reason}".rstrip(": "), "invalid_json"
-        )
+        return error_response(400, "the body is not valid JSON", "invalid_json")
     # loc is ("body", "field", ...) or ("query", ...); the param is the rest.
     loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path")]
     param = ".".join(loc) or None
+    if kind == "missing" and param is None:
+        return error_response(
+            400,
+            "the request has no body: send a JSON object with 'Content-Type: application/json'",
+            "missing_required_parameter",
+        )
     if kind == "missing":
         return error_response(
             400, f"missing required parameter {param!r}", "missing_required_parameter", param
@@ -92,10 +113,10 @@ def _validation_response(exc: RequestValidationError) -> JSONResponse:
         return error_response(400, f"unknown parameter {param!r}", "unknown_parameter", param)
     if kind == "model_attributes_type" or (not loc and kind.endswith("_type")):
         return error_response(400, "the body must be a JSON object", "invalid_json")
-    message = str(first.get("msg", "invalid value"))
+    expected = _EXPECTED.get(kind, "of another kind")
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-    where = f"{param}: " if param else ""
-    return error_response(400, f"{where}{message}{more}", "invalid_value", param)
+    what = param or "a value"
+    return error_response(400, f"{what} must be {expected}{more}", "invalid_value", param)
 
 
 def install(app: FastAPI, on_error: Any = None) -> None:
@@ -111,16 +132,14 @@ def install(app: FastAPI, on_error: Any = None) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed"}
-        detail = exc.detail if isinstance(exc.detail, str) else "request failed"
-        if exc.status_code == 404 and detail == "Not Found":
-            detail = f"no route {request.method} {request.url.path}"
-        return error_response(
-            exc.status_code,
-            detail,
-            codes.get(exc.status_code, "http_error"),
-            headers=exc.headers,
-        )
+        status = exc.status_code
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large",
+                 415: "unsupported_media_type"}  # fmt: skip
+        code = codes.get(status, "internal_error" if status >= 500 else "invalid_request")
+        detail = f"no route {request.method} {request.url.path}" if status == 404 else None
+        if status == 405:
+            detail = f"{request.method} is not allowed on {request.url.path}"
+        return error_response(status, detail or code.replace("_", " "), code, headers=exc.headers)
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:

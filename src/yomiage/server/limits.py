@@ -12,7 +12,7 @@ from types import TracebackType
 
 
 class Rejected(Exception):
-    """No slot: ``reason`` is ``queue_full`` or ``queue_timeout``."""
+    """No slot: ``reason`` is ``queue_full``, ``queue_timeout`` or ``shutting_down``."""
 
     def __init__(self, reason: str, message: str) -> None:
         super().__init__(message)
@@ -29,10 +29,20 @@ class AdmissionGate:
         self.max_queue = max_queue
         self.timeout = timeout
         self._slots = asyncio.Semaphore(limit)
+        self._closed: asyncio.Event | None = None
+        self._closed_reason = ""
         self.active = 0
         self.waiting = 0
 
+    def close(self, reason: str) -> None:
+        """Refuse every waiting and future request (``shutting_down``); running ones go on."""
+        self._closed_reason = reason
+        self._closed_event().set()
+
     async def acquire(self) -> Slot:
+        closed = self._closed_event()
+        if closed.is_set():
+            raise Rejected("shutting_down", self._closed_reason)
         if self.active + self.waiting >= self.limit + self.max_queue:
             raise Rejected(
                 "queue_full",
@@ -40,16 +50,30 @@ class AdmissionGate:
                 "retry later",
             )
         self.waiting += 1
+        slot = asyncio.ensure_future(self._slots.acquire())
+        shutdown = asyncio.ensure_future(closed.wait())
         try:
-            await asyncio.wait_for(self._slots.acquire(), self.timeout)
-        except asyncio.TimeoutError:
-            raise Rejected(
-                "queue_timeout", f"no synthesis slot became free within {self.timeout:g} s"
-            ) from None
+            await asyncio.wait(
+                {slot, shutdown}, timeout=self.timeout, return_when=asyncio.FIRST_COMPLETED
+            )
         finally:
             self.waiting -= 1
-        self.active += 1
-        return Slot(self)
+            shutdown.cancel()
+            slot.cancel()  # no effect once it holds the slot
+        got = slot.done() and not slot.cancelled() and slot.exception() is None
+        if got and not closed.is_set():
+            self.active += 1
+            return Slot(self)
+        if got:
+            self._slots.release()
+        if closed.is_set():
+            raise Rejected("shutting_down", self._closed_reason)
+        raise Rejected("queue_timeout", f"no synthesis slot became free within {self.timeout:g} s")
+
+    def _closed_event(self) -> asyncio.Event:
+        if self._closed is None:
+            self._closed = asyncio.Event()
+        return self._closed
 
     def _release(self) -> None:
         self.active -= 1

@@ -61,12 +61,23 @@ class _Metric:
 
 
 class Counter(_Metric):
-    """A total that only grows; ``name`` should end in ``_total``."""
+    """A total that only grows; ``name`` should end in ``_total``. With ``callback``, the
+    total is read at scrape time from whoever keeps it (no labels then)."""
 
     kind = "counter"
 
-    def __init__(self, name: str, help: str, labels: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        labels: Sequence[str] = (),
+        *,
+        callback: Callable[[], float] | None = None,
+    ) -> None:
         super().__init__(name, help, labels)
+        if callback is not None and labels:
+            raise ValueError("a counter with a callback has no labels")
+        self._callback = callback
         self._values: dict[LabelValues, float] = {}
         if not labels:
             self._values[()] = 0.0
@@ -83,6 +94,8 @@ class Counter(_Metric):
             return self._values.get(self._key(labels), 0.0)
 
     def samples(self) -> list[str]:
+        if self._callback is not None:
+            return [f"{self.name} {_number(float(self._callback()))}"]
         with self._lock:
             items = sorted(self._values.items())
         return [f"{self.name}{_labels(self.label_names, k)} {_number(v)}" for k, v in items]
@@ -234,6 +247,8 @@ class ServerMetrics:
         in_flight: Callable[[], float],
         queued: Callable[[], float],
         version: str,
+        worker_crashes: Callable[[], float] = lambda: 0.0,
+        worker_restarts: Callable[[], float] = lambda: 0.0,
     ) -> None:
         r = self.registry = Registry()
         info = r.gauge("yomiage_build_info", "Always 1; the version is a label.", ["version"])
@@ -290,6 +305,20 @@ class ServerMetrics:
         )
         self.voices = r.gauge("yomiage_voices_loaded", "Voices loaded.")
         self.ready = r.gauge("yomiage_ready", "1 once every voice is loaded and warmed.")
+        r.add(
+            Counter(
+                "yomiage_worker_crashes_total",
+                "Times the synthesis worker process died (each request it held failed).",
+                callback=worker_crashes,
+            )
+        )
+        r.add(
+            Counter(
+                "yomiage_worker_restarts_total",
+                "Times a new synthesis worker process was started after a crash.",
+                callback=worker_restarts,
+            )
+        )
 
     def render(self) -> str:
         return self.registry.render()

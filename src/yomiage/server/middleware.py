@@ -1,21 +1,36 @@
 """Plain ASGI middleware (no buffering of responses, so streams stay streams).
 
-:class:`MetricsMiddleware` counts every response by route template and status
-and times it to the last byte. :class:`GuardMiddleware` caps the request body,
-checks the API key and adds the headers every response carries.
+:class:`ShieldMiddleware`, outermost, answers JSON whatever fails before a
+response began (uvicorn would send a text/plain 500), 503 while shutting
+down. :class:`MetricsMiddleware` counts every response by route template and
+status, times it to the last byte, and writes the access-log line uvicorn
+cannot for a client that left (499). :class:`GuardMiddleware` checks the Host
+header (DNS rebinding), the API key, that a body is JSON (so a page on
+another origin cannot send a CORS "simple" request), caps the body, and adds
+the headers every response carries.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
+import logging
 import time
+from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from yomiage.server.config import ServerConfig
 from yomiage.server.errors import error_body
 from yomiage.server.metrics import ServerMetrics
+
+if TYPE_CHECKING:
+    from yomiage.server.state import ServerState
+
+log = logging.getLogger(__name__)
+access_log = logging.getLogger("uvicorn.access")
 
 # Reachable without the API key: the page (it holds no data) and the probes.
 PUBLIC_PATHS = frozenset({"/", "/playground/app.js", "/playground/style.css", "/health", "/ready"})
@@ -27,8 +42,9 @@ async def send_error(
     message: str,
     code: str,
     headers: dict[str, str] | None = None,
+    param: str | None = None,
 ) -> None:
-    body = json.dumps(error_body(status, message, code)).encode()
+    body = json.dumps(error_body(status, message, code, param)).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw})
@@ -58,6 +74,13 @@ class MetricsMiddleware:
         finally:
             route = scope.get("route")
             label = getattr(route, "path", None) or "unmatched"
+            if status == 499:  # nobody received it, so uvicorn logs nothing
+                client = scope.get("client")
+                where = f"{client[0]}:{client[1]}" if client else "-"
+                path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]
+                version = scope.get("http_version", "1.1")
+                access_log.info('%s - "%s %s HTTP/%s" %d', where, scope["method"], path, version,
+                                status)  # fmt: skip
             self.metrics.requests.inc(label, scope["method"], str(status))
             self.metrics.latency.observe(time.perf_counter() - started, label)
             if status >= 400:
@@ -66,14 +89,79 @@ class MetricsMiddleware:
                 self.metrics.errors.inc(error_type(status))
 
 
+class ShieldMiddleware:
+    """A JSON error for anything that fails before the response begins, never a bare 500."""
+
+    def __init__(self, app: ASGIApp, state: ServerState) -> None:
+        self.app = app
+        self.state = state
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except BaseException as exc:
+            if not started:
+                if isinstance(exc, asyncio.CancelledError):  # a second Ctrl-C, or a forced stop
+                    status, message, code = 503, "the server is shutting down", "shutting_down"
+                else:
+                    log.exception("unhandled error in %s %s", scope["method"], scope["path"])
+                    status, message, code = 500, "internal server error", "internal_error"
+                with contextlib.suppress(Exception):  # the client may be gone too
+                    await send_error(send, status, message, code, {"Retry-After": "5"})
+            raise
+
+
+def _host_name(header: bytes) -> str:
+    """The name in a Host header, without its port: ``[::1]:8000`` -> ``::1``."""
+    host = header.decode("latin-1").strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def _is_json(content_type: bytes) -> bool:
+    media = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and
+                                           media.endswith("+json"))  # fmt: skip
+
+
+async def _not_json(send: Send) -> None:
+    await send_error(
+        send,
+        415,
+        "send the body as JSON, with 'Content-Type: application/json'",
+        "unsupported_media_type",
+    )
+
+
 class GuardMiddleware:
-    """Body size limit (413), bearer API key (401) and defensive response headers."""
+    """Host check (400), API key (401), JSON bodies only (415), body size limit (413),
+    and defensive response headers."""
 
     def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
         self.app = app
         self.config = config
         key = config.api_key
         self._key = key.encode() if key else None
+        self._any_host = "*" in config.allowed_hosts
+        self._hosts = frozenset(h.lower().strip("[]") for h in config.allowed_hosts)
+
+    def _host_allowed(self, header: bytes | None) -> bool:
+        if self._any_host or header is None:  # HTTP/1.0 without Host: no browser sends that
+            return True
+        name = _host_name(header)
+        return name in self._hosts or ("localhost" in self._hosts and name.endswith(".localhost"))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -90,6 +178,15 @@ class GuardMiddleware:
                 ]
             await send(message)
 
+        if not self._host_allowed(headers.get(b"host")):
+            await send_error(
+                guarded,
+                400,
+                "this server does not answer to that Host name; start it with "
+                "--allowed-host NAME to add one",
+                "invalid_host",
+            )
+            return
         public = scope["path"] in PUBLIC_PATHS
         if not public and not self._authorized(headers.get(b"authorization", b"")):
             await send_error(
@@ -102,11 +199,15 @@ class GuardMiddleware:
             return
         limit = self.config.max_body_bytes
         length = headers.get(b"content-length")
+        json_body = _is_json(headers.get(b"content-type", b""))
         if length is not None:
             if not length.isdigit() or int(length) > limit:
                 await send_error(
                     guarded, 413, f"the request body exceeds {limit} bytes", "body_too_large"
                 )
+                return
+            if int(length) > 0 and not json_body:
+                await _not_json(guarded)
                 return
             await self.app(scope, receive, guarded)
             return
@@ -128,6 +229,9 @@ class GuardMiddleware:
                 return
             body.append(chunk)
             more = message.get("more_body", False)
+        if size > 0 and not json_body:
+            await _not_json(guarded)
+            return
         replayed = False
 
         async def replay() -> Message:

@@ -1,10 +1,11 @@
 """One synthesis request from admission to the last byte, off the event loop.
 
-:class:`ChunkPump` steps a :meth:`Speaker.stream` in the server's worker
-threads; :class:`SpeechResponse` sends its audio (streamed or whole, raw or
-as server-sent events) while watching for the client to leave, and on every
-way out closes the stream (waiting for the window in progress) before it
-frees the request's slot, so the in-flight count means compute still running.
+:class:`ChunkPump` steps a request's :class:`~yomiage.server.service.ChunkSource`
+in the server's worker threads; :class:`SpeechResponse` sends its audio
+(streamed or whole, raw or as server-sent events) while watching for the
+client to leave, and on every way out cancels and closes the source (waiting
+for the window in progress) before it frees the request's slot, so the
+in-flight count means compute still running.
 """
 
 from __future__ import annotations
@@ -13,43 +14,37 @@ import asyncio
 import base64
 import json
 import logging
-import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any
 
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from yomiage.audio import Audio, AudioChunk
-from yomiage.server.encoding import OutputFormat, StreamEncoder, encode_whole
+from yomiage.server.encoding import OutputFormat, StreamEncoder
+from yomiage.server.errors import APIError
+from yomiage.server.failures import failure_response
 from yomiage.server.limits import Slot
 from yomiage.server.metrics import ServerMetrics
-from yomiage.speaker import Speaker
+from yomiage.server.middleware import send_error
+from yomiage.server.service import ChunkSource, SpeechService
 
 log = logging.getLogger(__name__)
 
 
 class ChunkPump:
-    """A speaker's chunk stream advanced one chunk at a time in ``executor``'s threads.
+    """A chunk source advanced one chunk at a time in ``executor``'s threads.
 
-    The first :meth:`next` starts the stream, so text and option errors
-    (TextError, ValueError) surface there. :meth:`aclose` is safe to call at
-    any time and returns once no thread works on this stream any more.
+    The first :meth:`next` starts the synthesis, so text, option and limit
+    errors surface there. :meth:`cancel` stops the work at its next step;
+    :meth:`aclose` is safe to call at any time and returns once no thread
+    works on this request any more.
     """
 
-    def __init__(
-        self, executor: Executor, speaker: Speaker, text: str, fields: dict[str, Any]
-    ) -> None:
+    def __init__(self, executor: Executor, source: ChunkSource) -> None:
         self._executor = executor
-        self._speaker = speaker
-        self._text = text
-        self._fields = fields
-        self._chunks: Iterator[AudioChunk] | None = None
-        self._lock = threading.Lock()
-        self._closed = False
+        self._source = source
         self.started: float | None = None
         self.finished: float | None = None
         self.samples = 0
@@ -59,34 +54,27 @@ class ChunkPump:
         return await loop.run_in_executor(self._executor, self._step)
 
     def _step(self) -> AudioChunk | None:
-        with self._lock:
-            if self._closed:
-                return None
-            if self._chunks is None:
-                self.started = time.perf_counter()
-                self._chunks = self._speaker.stream(self._text, **self._fields)
-            chunk = next(self._chunks, None)
-            if chunk is None:
-                self.finished = time.perf_counter()
-            else:
-                self.samples += len(chunk.samples)
-            return chunk
+        if self.started is None:
+            self.started = time.perf_counter()
+        chunk = self._source.next()
+        if chunk is None:
+            self.finished = time.perf_counter()
+        else:
+            self.samples += len(chunk.samples)
+        return chunk
+
+    def cancel(self) -> None:
+        self._source.cancel()
 
     async def aclose(self) -> None:
+        self._source.cancel()
         loop = asyncio.get_running_loop()
-        closing = loop.run_in_executor(self._executor, self._close)
+        closing = loop.run_in_executor(self._executor, self._source.close)
         try:
             await asyncio.shield(closing)
         except asyncio.CancelledError:
             await closing  # still wait: the caller frees the slot next
             raise
-
-    def _close(self) -> None:
-        with self._lock:
-            self._closed = True
-            close = getattr(self._chunks, "close", None)
-            if close is not None:
-                close()
 
 
 @dataclass
@@ -101,9 +89,11 @@ class SpeechJob:
     route: str
     received: float  # perf_counter() when the request arrived
     metrics: ServerMetrics
+    service: SpeechService
     executor: Executor
     sse: bool = False
     input_chars: int = 0
+    text_param: str = "input"
     headers: dict[str, str] = field(default_factory=dict)
     _done: bool = False
 
@@ -136,6 +126,7 @@ class SpeechResponse(Response):
 
     def __init__(self, job: SpeechJob) -> None:
         self.job = job
+        self._started = False
         self.status_code = 200
         self.background = None
         media = "text/event-stream" if job.sse else job.fmt.media_type
@@ -163,8 +154,15 @@ class SpeechResponse(Response):
                 complete = True
         except OSError:  # the server could not send: the client is gone
             pass
-        except Exception:
+        except Exception as exc:
             failed = True
+            if not self._started:  # a whole-file response: nothing sent, so say what failed
+                error = failure_response(exc, job.metrics, job.text_param)
+                if isinstance(error, APIError):
+                    await send_error(send, error.status, error.message, error.code, error.headers,
+                                     error.param)  # fmt: skip
+                    return
+                raise
             job.metrics.errors.inc("stream")
             log.exception("synthesis failed after the response began (voice %s)", job.voice)
             raise
@@ -185,6 +183,7 @@ class SpeechResponse(Response):
             await self._whole(send)
 
     async def _start(self, send: Send, length: int | None = None) -> None:
+        self._started = True
         if length is not None:
             self.raw_headers.append((b"content-length", str(length).encode()))
         await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
@@ -226,7 +225,7 @@ class SpeechResponse(Response):
             chunks.append(chunk)
         audio = Audio.from_chunks(chunks, job.first.sample_rate)
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(job.executor, encode_whole, audio, job.fmt)
+        data = await loop.run_in_executor(job.executor, job.service.encode, audio, job.fmt)
         await job.finish(complete=True)
         await self._start(send, None if job.sse else len(data))
         job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)

@@ -19,7 +19,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from yomiage.errors import TextError, UserDictionaryError
+from yomiage.errors import (
+    DictionaryStorageError,
+    TextError,
+    UnknownWordError,
+    UserDictionaryError,
+)
 from yomiage.text.mora import is_katakana, reading_to_phonemes
 
 log = logging.getLogger(__name__)
@@ -224,7 +229,7 @@ class UserDictionary:
             skipped = [s for s in self._skipped if s.surface in (key, surface)]
             if word is None and not skipped:
                 known = ", ".join(sorted(self._words)) or "none"
-                raise UserDictionaryError(
+                raise UnknownWordError(
                     f"{surface!r} is not in the user dictionary (words: {known})"
                 )
             kept = [s for s in self._skipped if s not in skipped]
@@ -243,7 +248,7 @@ class UserDictionary:
         new = {w.surface: w for w in words}
         with self._lock:
             if self.problem is not None:
-                raise UserDictionaryError(
+                raise DictionaryStorageError(
                     f"{self.problem}; fix or move the file before changing its words"
                 )
             skipped = self._skipped if keep_skipped is None else tuple(keep_skipped)
@@ -270,7 +275,7 @@ class UserDictionary:
         except OSError as exc:
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
-            raise UserDictionaryError(
+            raise DictionaryStorageError(
                 f"cannot save the user dictionary to {self.path}: {exc.strerror or exc}"
             ) from exc
 

@@ -1,0 +1,158 @@
+"""What the routes ask of the engine, and the engine in the server's own process.
+
+The routes never touch a :class:`~yomiage.TTS` directly: they talk to a
+:class:`SpeechService`, so the same app runs with the engine in its own
+process (:class:`LocalService`, for tests, Ray replicas and ``--in-process``)
+or in a supervised worker that a native crash cannot take the server down
+with (:class:`~yomiage.server.worker.WorkerService`, what ``yomiage serve``
+uses). Every method but :meth:`SpeechService.open` blocks: call them from
+worker threads, never on the event loop.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from types import MappingProxyType
+from typing import Protocol
+
+from yomiage.audio import Audio, AudioChunk
+from yomiage.engine import TTS, WARMUP_TEXT
+from yomiage.options import SynthesisOptions
+from yomiage.server.encoding import OutputFormat, encode_whole
+from yomiage.text.user_dict import SkippedEntry, UserWord
+
+
+@dataclass(frozen=True)
+class VoiceCard:
+    """What a client may choose for one loaded voice."""
+
+    name: str
+    sample_rate: int
+    styles: tuple[str, ...]
+    speaker_ids: Mapping[str, int]
+
+
+class ChunkSource(Protocol):
+    """One request's audio, a chunk at a time. Nothing runs until the first :meth:`next`,
+    which also surfaces text, option and limit errors."""
+
+    def next(self) -> AudioChunk | None:
+        """The next chunk, or None at the end (blocking)."""
+        ...
+
+    def cancel(self) -> None:
+        """Stop the work at its next step (any thread, returns at once)."""
+        ...
+
+    def close(self) -> None:
+        """Stop and release everything; returns once no work runs for this request."""
+        ...
+
+
+class SpeechService(Protocol):
+    """The engine behind the routes."""
+
+    @property
+    def voices(self) -> Mapping[str, VoiceCard]: ...
+
+    @property
+    def available(self) -> bool:
+        """False while the engine cannot take requests (a worker restarting)."""
+        ...
+
+    def open(self, voice: str, text: str, options: SynthesisOptions) -> ChunkSource: ...
+
+    def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
+        """A whole response in a container that libsndfile writes."""
+        ...
+
+    def warm(self, voice: str) -> None: ...
+
+    def words(self) -> tuple[UserWord, ...]: ...
+
+    def add_word(
+        self, surface: str, reading: str, accent: int | None, priority: int, word_type: str
+    ) -> UserWord: ...
+
+    def remove_word(self, surface: str) -> UserWord | SkippedEntry: ...
+
+    def close(self) -> None: ...
+
+
+class LocalChunkSource:
+    """A speaker's stream stepped from worker threads, one step at a time."""
+
+    def __init__(self, tts: TTS, voice: str, text: str, options: SynthesisOptions) -> None:
+        self._speaker = tts.speakers[voice]
+        self._text = text
+        self._options = options
+        self._cancel = threading.Event()
+        self._lock = threading.Lock()
+        self._chunks: Iterator[AudioChunk] | None = None
+        self._closed = False
+
+    def next(self) -> AudioChunk | None:
+        with self._lock:
+            if self._closed:
+                return None
+            if self._chunks is None:
+                fields = asdict(self._options)
+                self._chunks = self._speaker.stream(self._text, cancel=self._cancel, **fields)
+            return next(self._chunks, None)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def close(self) -> None:
+        self._cancel.set()
+        with self._lock:
+            self._closed = True
+            close = getattr(self._chunks, "close", None)
+            if close is not None:
+                close()
+
+
+class LocalService:
+    """A prepared :class:`TTS` in this process (the caller keeps ownership of it)."""
+
+    def __init__(self, tts: TTS) -> None:
+        self.tts = tts
+        self._voices = MappingProxyType(
+            {
+                name: VoiceCard(name, s.sample_rate, s.styles, dict(s.speaker_ids))
+                for name, s in tts.speakers.items()  # NotPreparedError before prepare()
+            }
+        )
+
+    @property
+    def voices(self) -> Mapping[str, VoiceCard]:
+        return self._voices
+
+    @property
+    def available(self) -> bool:
+        return True
+
+    def open(self, voice: str, text: str, options: SynthesisOptions) -> LocalChunkSource:
+        return LocalChunkSource(self.tts, voice, text, options)
+
+    def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
+        return encode_whole(audio, fmt)
+
+    def warm(self, voice: str) -> None:
+        self.tts.speakers[voice].generate(WARMUP_TEXT, seed=0)
+
+    def words(self) -> tuple[UserWord, ...]:
+        return self.tts.words()
+
+    def add_word(
+        self, surface: str, reading: str, accent: int | None, priority: int, word_type: str
+    ) -> UserWord:
+        return self.tts.add_word(surface, reading, accent, priority, word_type)
+
+    def remove_word(self, surface: str) -> UserWord | SkippedEntry:
+        return self.tts.remove_word(surface)
+
+    def close(self) -> None:
+        """Nothing to do: the caller owns the engine."""

@@ -1,0 +1,74 @@
+"""What the routes of one app share: the engine service, settings, gate, metrics, threads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from yomiage.server.config import ServerConfig
+from yomiage.server.errors import APIError
+from yomiage.server.limits import AdmissionGate
+from yomiage.server.metrics import ServerMetrics
+from yomiage.server.service import SpeechService, VoiceCard
+
+
+@dataclass
+class ServerState:
+    """One per app. ``ready`` turns true once the voices are warmed."""
+
+    service: SpeechService
+    config: ServerConfig
+    gate: AdmissionGate
+    metrics: ServerMetrics
+    executor: ThreadPoolExecutor
+    default_voice: str
+    ready: bool = False
+    ready_error: str | None = None
+    shutting_down: bool = False
+    loop: asyncio.AbstractEventLoop | None = None
+    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+
+    @property
+    def voices(self) -> Mapping[str, VoiceCard]:
+        return self.service.voices
+
+    @property
+    def accepting(self) -> bool:
+        """Warmed and not shutting down: requests are taken (during a worker restart
+        they wait for the new worker, as in a queue)."""
+        return self.ready and not self.shutting_down
+
+    @property
+    def serving(self) -> bool:
+        """Accepting, with an engine running right now (what ``/ready`` reports, so a
+        load balancer sends new work elsewhere while a worker restarts)."""
+        return self.accepting and self.service.available
+
+    def not_ready(self) -> APIError:
+        """The 503 for a request that came too early, too late, or during a restart."""
+        if self.shutting_down:
+            return APIError(
+                503, "the server is shutting down; retry shortly", code="shutting_down",
+                headers={"Retry-After": "5"},
+            )  # fmt: skip
+        if self.ready_error:
+            return APIError(503, self.ready_error, code="warmup_failed")
+        if self.ready and not self.service.available:
+            return APIError(
+                503, "the synthesis worker is restarting; retry shortly", code="worker_restarting",
+                headers={"Retry-After": "2"},
+            )  # fmt: skip
+        return APIError(
+            503,
+            f"warming up {len(self.voices)} voice(s); retry shortly",
+            code="not_ready",
+            headers={"Retry-After": "2"},
+        )
+
+    def begin_shutdown(self) -> None:
+        """On SIGTERM or Ctrl-C: queued requests get 503 now, new ones too (event loop only)."""
+        self.shutting_down = True
+        self.metrics.ready.set(0)
+        self.gate.close("the server is shutting down; retry shortly")

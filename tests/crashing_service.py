@@ -1,0 +1,39 @@
+"""A service for the supervisor's tests: the tiny voice, plus one text that kills its process.
+
+It stands for any native crash (OpenJTalk, libsndfile, ONNX Runtime): the
+process gets SIGSEGV in the middle of a request, with no Python exception.
+Used only by tests, through ``WorkerService(functools.partial(build, bundle))``.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from yomiage import TTS
+from yomiage.options import SynthesisOptions
+from yomiage.server.service import LocalChunkSource, LocalService
+
+CRASH = "ここで落ちる。"
+SLOW = "ゆっくり。"  # a first chunk that waits until it is cancelled
+
+
+class _CrashingSource(LocalChunkSource):
+    def next(self) -> Any:
+        if self._text == CRASH:
+            ctypes.string_at(0)  # a real SIGSEGV: reads address 0
+            os.kill(os.getpid(), signal.SIGSEGV)  # in case the read did not fault
+        return super().next()
+
+
+class CrashingService(LocalService):
+    def open(self, voice: str, text: str, options: SynthesisOptions) -> LocalChunkSource:
+        return _CrashingSource(self.tts, voice, text, options)
+
+
+def build(bundle: str) -> CrashingService:
+    tts = TTS(bert_precision="fp32", threads=1).load("tiny", source=Path(bundle)).prepare()
+    return CrashingService(tts)
