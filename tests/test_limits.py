@@ -193,3 +193,17 @@ def test_non_finite_audio_is_never_returned(tts: TTS, monkeypatch: pytest.Monkey
     monkeypatch.setattr(backend, "decode_windows", poisoned)
     with pytest.raises(ModelLoadError, match="non-finite"):
         tts.speakers["tiny"].generate("こんにちは。", seed=0)
+
+
+def test_a_sentence_whose_reading_is_too_long_is_cut_further(tts: TTS) -> None:
+    """200 digits read out are 600 kana: the encoder took 5.6 s before the first audio."""
+    from yomiage.synthesis import MAX_READING_CHARS
+
+    pipeline = tts.speakers["tiny"]._pipeline
+    pieces = pipeline.sentences("9" * 200 + "。こんにちは。")
+    readings = [p.bert_text for p, _ in pieces]
+    assert all(len(r) <= MAX_READING_CHARS for r in readings)
+    assert "".join(readings[:-1]).count("キュー") == 200
+    # The cut pieces of the first sentence follow each other without a pause.
+    assert [clause for _, clause in pieces] == [True] * (len(pieces) - 2) + [False, False]
+    assert pipeline.sentences("今日はいい天気ですね、" * 18)[0][0].bert_text.count("天気") == 18

@@ -108,3 +108,43 @@ def test_serve_survives_sigsegv_in_its_worker(tiny_bundle: Path) -> None:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)
     assert process.returncode in (0, 130)
+
+
+def test_sigterm_answers_queued_requests_with_503(tiny_bundle: Path) -> None:
+    """Requests waiting in the queue got nothing when the server was stopped."""
+    import threading
+
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+               "--port", "0", "--threads", "1", "--max-concurrency", "1"]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    results: dict[str, httpx.Response] = {}
+    try:
+        url = _wait_for_url(process)
+
+        def queued() -> None:
+            with httpx.Client(base_url=url, timeout=60) as http:
+                results["queued"] = http.post("/tts", json={"text": "こんにちは。"})
+
+        with (
+            httpx.Client(base_url=url, timeout=60) as http,
+            http.stream(
+                "POST", "/tts", json={"text": "今日はいい天気ですね。" * 100, "format": "pcm"}
+            ) as busy,
+        ):
+            assert busy.status_code == 200
+            waiter = threading.Thread(target=queued)
+            waiter.start()
+            end = time.monotonic() + 20
+            while "yomiage_queue_depth 1" not in http.get("/metrics").text:
+                assert time.monotonic() < end
+                time.sleep(0.05)
+            process.send_signal(signal.SIGTERM)
+            waiter.join(timeout=20)
+        refused = results["queued"]
+        assert refused.status_code == 503 and refused.headers["retry-after"]
+        assert refused.json()["error"]["code"] == "shutting_down"
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

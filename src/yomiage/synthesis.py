@@ -54,6 +54,9 @@ BERT_GROUP = 8  # sentences per batched BERT call after the first sentence
 # span the flow reads at once elsewhere; slower speech gets proportionally fewer.
 WHOLE_UTTERANCE_CHARS = 100
 _MIN_SENTENCE_CHARS = 20
+# The longest reading (normalized text) of one sentence; 200 ordinary characters
+# stay below it, a sentence of digits or letters read out is cut further.
+MAX_READING_CHARS = 300
 _WAIT_POLL_SECONDS = 0.05
 
 
@@ -140,13 +143,27 @@ class Pipeline:
         out = []
         for part in parts:
             try:
-                out.append((self.frontend.g2p(part), ends_at_comma(part)))
+                out += self._read(part, ends_at_comma(part))
             except TextError:
                 if len(parts) == 1:
                     raise
                 log.debug("skipping unreadable sentence %r", part)
         if not out:
             raise TextError(f"nothing readable in the text: {text[:80]!r}")
+        return out
+
+    def _read(self, part: str, clause: bool) -> list[tuple[Phonemes, bool]]:
+        """``part`` through g2p, cut in halves while its reading is too long: digits and
+        letters read out can make 200 characters into 600 and more, and the text
+        encoder's cost grows with the square of that."""
+        phonemes = self.frontend.g2p(part)
+        if len(phonemes.bert_text) <= MAX_READING_CHARS or len(part) < 2:
+            return [(phonemes, clause)]
+        halves = [h for h in self.frontend.split_sentences(part, (len(part) + 1) // 2) if h]
+        out: list[tuple[Phonemes, bool]] = []
+        for i, half in enumerate(halves):
+            # Inside a sentence: the next half follows without a sentence pause.
+            out += self._read(half, clause if i == len(halves) - 1 else True)
         return out
 
     def stream(
