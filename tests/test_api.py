@@ -222,7 +222,7 @@ def test_user_dictionary_is_per_instance(tts: TTS, tiny_bundle: Path, tmp_path: 
 def test_pitch_matches_reference() -> None:
     require_fixtures()
     pytest.importorskip("pyworld")
-    from yomiage.pitch import adjust_pitch
+    from yomiage.synthesis.pitch import adjust_pitch
 
     arrays = np.load(TINY / "cases" / "api.npz")
     out = adjust_pitch(arrays["pitch_input"], 44100, pitch_scale=1.2, intonation_scale=0.8)
@@ -287,7 +287,7 @@ def test_torch_backend_through_the_same_pipeline(frontend: Any) -> None:
     require_fixtures()
     pytest.importorskip("torch")
     from yomiage.runtime.torch_backend import TorchBackend
-    from yomiage.synthesis import ComputeGate, Pipeline
+    from yomiage.synthesis.pipeline import ComputeGate, Pipeline
 
     api = _api()
     backend = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
@@ -370,7 +370,7 @@ def test_clause_helpers() -> None:
 
 
 def test_long_text_is_batched_in_bounded_groups(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
-    from yomiage import synthesis
+    from yomiage.synthesis import pipeline as synthesis
 
     pipeline = tts._pipeline
     assert pipeline is not None

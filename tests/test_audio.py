@@ -13,7 +13,7 @@ import pytest
 
 from yomiage.audio import Audio, AudioChunk, wav_header
 from yomiage.errors import AudioFormatError, MissingExtraError
-from yomiage.pauses import boundary_frames, gap_samples, trailing_silence
+from yomiage.synthesis.pauses import boundary_frames, gap_samples, trailing_silence
 from yomiage.text.symbols import SYMBOL_TO_ID
 
 SR = 44100
@@ -141,7 +141,7 @@ def test_opus_at_an_unsupported_rate_is_resampled_by_audio() -> None:
 
     data = _tone(1.0).to_bytes("opus")
     assert soundfile.info(io.BytesIO(data)).samplerate == 48000
-    from yomiage.audio_formats import encode
+    from yomiage.audio.formats import encode
 
     with pytest.raises(AudioFormatError, match="opus cannot hold 44100 Hz"):
         encode(_tone().to_int16(), SR, "opus")

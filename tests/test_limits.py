@@ -197,7 +197,7 @@ def test_non_finite_audio_is_never_returned(tts: TTS, monkeypatch: pytest.Monkey
 
 def test_a_sentence_whose_reading_is_too_long_is_cut_further(tts: TTS) -> None:
     """200 digits read out are 600 kana: the encoder took 5.6 s before the first audio."""
-    from yomiage.synthesis import MAX_READING_CHARS
+    from yomiage.synthesis.pipeline import MAX_READING_CHARS
 
     pipeline = tts.speakers["tiny"]._pipeline
     pieces = pipeline.sentences("9" * 200 + "。こんにちは。")

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from yomiage.errors import ModelLoadError
-from yomiage.safetensors_stream import iter_tensors
+from yomiage.sbv2.safetensors import iter_tensors
 
 st_numpy = pytest.importorskip("safetensors.numpy")
 

@@ -17,7 +17,7 @@ openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
 from yomiage.cli import main  # noqa: E402
-from yomiage.cli_serve import _is_loopback  # noqa: E402
+from yomiage.cli.serve import _is_loopback  # noqa: E402
 
 
 def _wait_for_url(process: subprocess.Popen[str]) -> str:

@@ -8,9 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from yomiage.resample import Resampler, resample
-from yomiage.subtitles import sentence_cues, to_srt, to_vtt
-from yomiage.timings import Span, Timings
+from yomiage.audio.resample import Resampler, resample
+from yomiage.audio.subtitles import sentence_cues, to_srt, to_vtt
+from yomiage.audio.timings import Span, Timings
 
 # -- resampler ------------------------------------------------------------------------
 

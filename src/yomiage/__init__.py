@@ -6,6 +6,7 @@ fastapi, and loads nothing until asked.
 
 from typing import TYPE_CHECKING, Any
 
+from yomiage._version import __version__
 from yomiage.errors import (
     AudioFormatError,
     Cancelled,
@@ -21,25 +22,24 @@ from yomiage.errors import (
 )
 
 if TYPE_CHECKING:
-    from yomiage.audio import Audio, AudioChunk
+    from yomiage.audio.results import Audio, AudioChunk
+    from yomiage.audio.timings import Span, Timings
     from yomiage.engine import TTS
     from yomiage.limits import Limits
     from yomiage.options import SynthesisOptions
     from yomiage.speaker import Speaker
-    from yomiage.timings import Span, Timings
 
-__version__ = "0.1.0"
 
 # The public API, imported on first use so that `import yomiage` stays cheap.
 _LAZY = {
     "TTS": "yomiage.engine",
     "Speaker": "yomiage.speaker",
-    "Audio": "yomiage.audio",
+    "Audio": "yomiage.audio.results",
     "Limits": "yomiage.limits",
-    "AudioChunk": "yomiage.audio",
+    "AudioChunk": "yomiage.audio.results",
     "SynthesisOptions": "yomiage.options",
-    "Span": "yomiage.timings",
-    "Timings": "yomiage.timings",
+    "Span": "yomiage.audio.timings",
+    "Timings": "yomiage.audio.timings",
 }
 
 

@@ -35,7 +35,7 @@ from yomiage.sources import (
 )
 from yomiage.sources.catalog import Format
 from yomiage.speaker import Speaker
-from yomiage.synthesis import ComputeGate, Pipeline
+from yomiage.synthesis.pipeline import ComputeGate, Pipeline
 from yomiage.text.frontend import Frontend
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from yomiage.options import OptionFields
-    from yomiage.synthesis import Pipeline
+    from yomiage.synthesis.pipeline import Pipeline
 
 _DONE = object()
 

@@ -17,7 +17,7 @@ from transformers import DebertaV2Config, DebertaV2Model
 
 from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
-from yomiage.safetensors_stream import iter_tensors
+from yomiage.sbv2.safetensors import iter_tensors
 
 __all__ = ["TorchBert", "expand_to_phones_torch"]
 

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from yomiage.errors import ModelLoadError
-from yomiage.safetensors_stream import iter_tensors
+from yomiage.sbv2.safetensors import iter_tensors
 
 _TRAINING_ONLY_PREFIXES = ("enc_q.", "sdp.post_", "sdp.flows.1.", "net_d.", "net_dur_disc.")
 _TRAINING_ONLY_KEYS = frozenset({"iteration"})

@@ -22,7 +22,7 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.responses import Response
 
-from yomiage import __version__
+from yomiage._version import __version__
 from yomiage.engine import TTS
 from yomiage.server import errors
 from yomiage.server.config import ServerConfig

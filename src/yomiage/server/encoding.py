@@ -4,7 +4,7 @@
 16-bit PCM of each chunk as it is decoded, not normalized (the final peak is
 not known yet). The other formats are encoded once the whole audio is made,
 normalized to its peak like :meth:`Audio.to_bytes`. Rates other than the
-voice's go through :class:`yomiage.resample.Resampler`.
+voice's go through :class:`yomiage.audio.resample.Resampler`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.audio import Audio, AudioChunk, wav_header
-from yomiage.audio_formats import encode
-from yomiage.resample import Resampler, resample
+from yomiage.audio.formats import encode
+from yomiage.audio.resample import Resampler, resample
 from yomiage.server.errors import APIError
 
 MEDIA_TYPES = {

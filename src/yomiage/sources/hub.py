@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlparse
 
-from yomiage import __version__
+from yomiage._version import __version__
 from yomiage.errors import (
     SourceAuthError,
     SourceError,

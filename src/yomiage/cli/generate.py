@@ -9,7 +9,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from yomiage.cli_options import add_engine_arguments, add_synthesis_arguments, synthesis_fields
+from yomiage.cli.engine_options import (
+    add_engine_arguments,
+    add_synthesis_arguments,
+    synthesis_fields,
+)
 
 if TYPE_CHECKING:
     from yomiage.audio import AudioChunk
@@ -69,7 +73,7 @@ def read_text(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from yomiage.audio import Audio, wav_header
-    from yomiage.audio_formats import format_for
+    from yomiage.audio.formats import format_for
 
     text = read_text(args)
     if not text.strip():
@@ -77,13 +81,13 @@ def run(args: argparse.Namespace) -> int:
     to_stdout = args.output == "-"
     fmt = args.format or ("wav" if to_stdout else format_for(args.output))
     if args.timings is not None:
-        from yomiage.subtitles import TIMINGS_FORMATS
+        from yomiage.audio.subtitles import TIMINGS_FORMATS
 
         if Path(args.timings).suffix.lower() not in TIMINGS_FORMATS:
             raise ValueError(f"--timings takes a .json, .srt or .vtt file, not {args.timings!r}")
 
     started = time.perf_counter()
-    from yomiage.cli_options import make_tts
+    from yomiage.cli.engine_options import make_tts
 
     with make_tts(args) as tts:
         tts.prepare()
@@ -122,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             else:
                 audio.save(args.output, fmt)
         if args.timings is not None:
-            from yomiage.subtitles import write_timings
+            from yomiage.audio.subtitles import write_timings
 
             by_sentence = [c.timings for c in kept if c.timings.phonemes]
             write_timings(args.timings, by_sentence, duration, sentences)

@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from yomiage.cli_options import add_engine_arguments
+from yomiage.cli.engine_options import add_engine_arguments
 
 if TYPE_CHECKING:
     from yomiage.server.service import LocalService
@@ -185,7 +185,7 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
     Warming up here, before the port opens, means a worker restarted after a
     crash is warm too before it takes requests.
     """
-    from yomiage.cli_options import make_tts
+    from yomiage.cli.engine_options import make_tts
     from yomiage.limits import Limits
     from yomiage.server.service import LocalService
 

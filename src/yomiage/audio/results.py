@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.audio_formats import OPUS_RATES, encode, format_for, wav_header
-from yomiage.resample import resample
-from yomiage.timings import Timings
+from yomiage.audio.formats import OPUS_RATES, encode, format_for, wav_header
+from yomiage.audio.resample import resample
+from yomiage.audio.timings import Timings
 
 __all__ = ["Audio", "AudioChunk", "wav_header"]
 

@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Iterator, Sequence
 
-from yomiage import __version__
+from yomiage._version import __version__
 from yomiage.errors import YomiageError
 
 EXAMPLES_G2P = """examples:
@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yomiage {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from yomiage import cli_generate, cli_serve
+    from yomiage.cli import generate as cli_generate
+    from yomiage.cli import serve as cli_serve
 
     cli_generate.register(sub)
     cli_serve.register(sub)

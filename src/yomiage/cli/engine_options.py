@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from yomiage.options import OptionFields, SynthesisOptions
 
 if TYPE_CHECKING:
-    from yomiage import TTS
+    from yomiage.engine import TTS
     from yomiage.limits import Limits
     from yomiage.speaker import Speaker
 
@@ -156,7 +156,7 @@ def model_name(source: str) -> str:
 
 def make_tts(args: argparse.Namespace, *, limits: Limits | None = None) -> TTS:
     """An engine with the voices of the flags declared (not prepared yet)."""
-    from yomiage import TTS
+    from yomiage.engine import TTS
 
     tts = TTS(
         args.device,

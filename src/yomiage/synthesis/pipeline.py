@@ -31,17 +31,17 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.audio import AudioChunk
+from yomiage.audio.timings import Timings, sentence_timings
 from yomiage.errors import Cancelled, ModelLoadError, TextError
 from yomiage.limits import Limits
 from yomiage.options import SynthesisOptions
-from yomiage.pauses import boundary_frames, gap_samples, trailing_silence
-from yomiage.pitch import adjust_pitch, require_world
 from yomiage.runtime.types import EncodedSentence, SynthesisBackend
+from yomiage.synthesis.pauses import boundary_frames, gap_samples, trailing_silence
+from yomiage.synthesis.pitch import adjust_pitch, require_world
 from yomiage.text.frontend import Frontend
 from yomiage.text.g2p import Phonemes
 from yomiage.text.sentences import ends_at_comma, first_clause
 from yomiage.text.symbols import to_model_inputs
-from yomiage.timings import Timings, sentence_timings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -334,7 +334,7 @@ class Pipeline:
         """Predicted pause (s) after each sentence but the last, from one whole-text reading.
 
         Texts too long for one g2p or BERT pass get no prediction (the floor
-        of :data:`yomiage.pauses.MIN_PAUSE_SECONDS` applies).
+        of :data:`yomiage.synthesis.pauses.MIN_PAUSE_SECONDS` applies).
         """
         if n_sentences < 2:
             return []

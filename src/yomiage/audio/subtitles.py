@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from yomiage.timings import Span, Timings
+from yomiage.audio.timings import Span, Timings
 
 __all__ = ["TIMINGS_FORMATS", "sentence_cues", "to_json", "to_srt", "to_vtt", "write_timings"]
 
