@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -72,15 +73,16 @@ def sgemm_gflops(threads: int) -> float:
 
 def child(config: str, text_id: str, threads: int, window: int) -> dict[str, float]:
     t0 = time.perf_counter()
-    from yomiage.runtime import SynthesisOptions
+    from yomiage.options import SynthesisOptions
+    from yomiage.runtime.onnx_voice import Windowing
     from yomiage.text import Frontend, UserDictionary
 
     frontend = Frontend(UserDictionary(None))
     if config.startswith("torch"):
         from yomiage.runtime.torch_backend import TorchBackend
 
-        backend: object = TorchBackend(CACHE / "bert-full-0", threads=threads)
-        backend.add_voice("v", CACHE / "voice-full-0")  # type: ignore[attr-defined]
+        backend: Any = TorchBackend(CACHE / "bert-full-0", threads=threads)
+        voice: Any = backend.load_voice(CACHE / "voice-full-0")
     else:
         from yomiage.runtime.onnx_backend import OnnxBackend
 
@@ -91,13 +93,12 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
             bundle / "bert",
             precision=precision,
             threads=threads,
-            window_frames=window,
+            windowing=Windowing(window_frames=window),
             decoder_precision="int8" if int8 else "fp32",
         )
-        voice = CACHE / "bundle-full-0-int8" if int8 else bundle
-        backend.add_voice("v", voice)  # type: ignore[attr-defined]
+        voice = backend.load_voice(CACHE / "bundle-full-0-int8" if int8 else bundle)
     load = time.perf_counter() - t0
-    b: object = backend
+    b = backend
     options = SynthesisOptions(seed=0)
 
     def run(text: str) -> dict[str, float]:
@@ -105,21 +106,17 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
         first = None
         sentences = [frontend.g2p(s) for s in frontend.split_sentences(text) if s.strip()]
         t_frontend = time.perf_counter()
-        rng = b.new_rng(0)  # type: ignore[attr-defined]
-        features = b.bert_features(sentences)  # type: ignore[attr-defined]
+        rng = b.new_rng(0)
+        features = b.bert_features(sentences)
         t_bert = time.perf_counter()
-        encoded = b.encode_features("v", sentences, features, options, rng)  # type: ignore[attr-defined]
+        encoded = voice.encode(sentences, features, options, rng)
         t_encode = time.perf_counter()
         samples = frames = 0
         for e in encoded:
             frames += e.n_frames
-            if hasattr(b, "decode_windows"):
-                for piece in b.decode_windows("v", e, options, rng):
-                    first = first or time.perf_counter() - start
-                    samples += len(piece)
-            else:
-                samples += len(b.decode("v", e, options, rng))  # type: ignore[attr-defined]
+            for piece in voice.decode_windows(e, options, rng):
                 first = first or time.perf_counter() - start
+                samples += len(piece)
         end = time.perf_counter()
         return {
             "wall": end - start,

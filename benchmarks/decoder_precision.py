@@ -12,7 +12,7 @@ What it does, all files under --work:
 1. Re-exports the un-optimized decoder graph from the torch voice (the bundle keeps
    only the ORT-optimized one, whose FusedConv nodes the quantizer cannot touch).
 2. Makes realistic decoder inputs: Japanese sentences through the frontend, the q8
-   BERT, the encoder and the flow of the bundle (as ``OnnxBackend.decode_windows``
+   BERT, the encoder and the flow of the bundle (as ``BundleVoice.decode_windows``
    does). Several sentences are calibration data, one held-out sentence is the test.
 3. Builds each variant (decoder only): ONNX Runtime static int8 quantization in QDQ
    format, calibrated on the runtime's padded windows, with per-channel int8 weights
@@ -154,21 +154,21 @@ def _export_raw_decoder(voice_dir: Path, target: Path) -> None:
 
 def _latents(bundle: Path, voice_folder: Path) -> None:
     """Save z/g of the calibration sentences and of the held-out one, as the runtime makes them."""
-    from yomiage.runtime import SynthesisOptions
+    from yomiage.options import SynthesisOptions
     from yomiage.runtime.onnx_backend import OnnxBackend
+    from yomiage.runtime.voice import encode
     from yomiage.text import Frontend, UserDictionary
 
     precision = "q8" if (bundle / "bert" / "bert_q8.onnx").exists() else "fp32"
     backend = OnnxBackend(bundle / "bert", precision=precision, threads=THREADS)
-    backend.add_voice("v", bundle)
-    voice: Any = backend.voice("v")  # its type is the backend's business
+    voice: Any = backend.load_voice(bundle)  # its type is the backend's business
     flow = voice.flow
     frontend = Frontend(UserDictionary(None))
     options = SynthesisOptions(seed=0)
 
     def latent(text: str, seed: int) -> tuple[Array, Array]:
         rng = backend.new_rng(seed)
-        [encoded] = backend.encode("v", [frontend.g2p(text)], options, rng)
+        [encoded] = encode(backend, voice, [frontend.g2p(text)], options, rng)
         m_p, logs_p, g = encoded.state
         d = encoded.durations
         mean = np.repeat(m_p, d, axis=2)

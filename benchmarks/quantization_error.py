@@ -49,8 +49,9 @@ def tiny_bundle() -> Path:
 
 
 def measure(bundle: Path, texts: dict[str, str]) -> list[str]:
-    from yomiage.runtime import SynthesisOptions
+    from yomiage.options import SynthesisOptions
     from yomiage.runtime.onnx_backend import OnnxBackend
+    from yomiage.runtime.voice import decode
     from yomiage.text import Frontend, UserDictionary
 
     frontend = Frontend(UserDictionary(None))
@@ -58,16 +59,13 @@ def measure(bundle: Path, texts: dict[str, str]) -> list[str]:
     backends = {}
     for precision in ("fp32", "q8", "q4"):
         backends[precision] = OnnxBackend(bundle / "bert", precision=precision, threads=2)
-        backends[precision].add_voice("v", bundle)
+    voice = backends["fp32"].load_voice(bundle)
     rows = []
     for text_id, text in texts.items():
         sentences = [frontend.g2p(s) for s in frontend.split_sentences(text) if s.strip()]
         ref_features = backends["fp32"].bert_features(sentences)
-        ref_encoded = backends["fp32"].encode_features(
-            "v", sentences, ref_features, options, np.random.default_rng(0)
-        )
-        ref_audio = [backends["fp32"].decode("v", e, options, np.random.default_rng(0))
-                     for e in ref_encoded]  # fmt: skip
+        ref_encoded = voice.encode(sentences, ref_features, options, np.random.default_rng(0))
+        ref_audio = [decode(voice, e, options, np.random.default_rng(0)) for e in ref_encoded]
         for precision in ("q8", "q4"):
             b = backends[precision]
             features = b.bert_features(sentences)
@@ -76,7 +74,7 @@ def measure(bundle: Path, texts: dict[str, str]) -> list[str]:
             )
             ref = np.concatenate([r.ravel() for r in ref_features])
             rel = math.sqrt(float((diff**2).mean()) / float((ref**2).mean()))
-            encoded = b.encode_features("v", sentences, features, options, np.random.default_rng(0))
+            encoded = voice.encode(sentences, features, options, np.random.default_rng(0))
             same = all(
                 np.array_equal(e.durations, r.durations)
                 for e, r in zip(encoded, ref_encoded, strict=True)
@@ -90,7 +88,7 @@ def measure(bundle: Path, texts: dict[str, str]) -> list[str]:
             )
             if same:
                 audio = np.concatenate(
-                    [b.decode("v", e, options, np.random.default_rng(0)) for e in encoded]
+                    [decode(voice, e, options, np.random.default_rng(0)) for e in encoded]
                 )
                 reference = np.concatenate(ref_audio)
                 err = audio - reference

@@ -66,14 +66,14 @@ def child(text_id: str, voice_dir: Path, bert_dir: Path, threads: int, device: s
     t0 = time.perf_counter()
     import torch
 
-    from yomiage.runtime import SynthesisOptions
+    from yomiage.options import SynthesisOptions
     from yomiage.runtime.torch_backend import TorchBackend
     from yomiage.text import Frontend, UserDictionary
 
     torch.set_num_threads(threads)
     frontend = Frontend(UserDictionary(None))
     backend = TorchBackend(bert_dir, device=device, threads=threads)
-    backend.add_voice("v", voice_dir)
+    voice = backend.load_voice(voice_dir)
     load = time.perf_counter() - t0
     options = SynthesisOptions(seed=0)
 
@@ -92,13 +92,13 @@ def child(text_id: str, voice_dir: Path, bert_dir: Path, threads: int, device: s
         sync()
         times["bert"] = time.perf_counter() - t
         t = time.perf_counter()
-        encoded = backend.encode_features("v", sentences, features, options, rng)
+        encoded = voice.encode(sentences, features, options, rng)
         sync()
         times["encode"] = time.perf_counter() - t
         t = time.perf_counter()
-        samples = sum(len(backend.decode("v", e, options, rng)) for e in encoded)
+        samples = sum(len(voice.decode(e, options, rng)) for e in encoded)
         times["decode"] = time.perf_counter() - t
-        times["audio"] = samples / backend.sample_rate("v")
+        times["audio"] = samples / voice.info.sample_rate
         times["sentences"] = len(sentences)
         return times
 

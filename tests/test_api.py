@@ -287,14 +287,15 @@ def test_torch_backend_through_the_same_pipeline(frontend: Any) -> None:
     require_fixtures()
     pytest.importorskip("torch")
     from yomiage.runtime.torch_backend import TorchBackend
-    from yomiage.synthesis.pipeline import ComputeGate, Pipeline
+    from yomiage.synthesis.gate import ComputeGate
+    from yomiage.synthesis.pipeline import Pipeline
 
     api = _api()
     backend = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
-    backend.add_voice("tiny", TINY / "model")
+    voice = backend.load_voice(TINY / "model")
     pipeline = Pipeline(backend, frontend, ComputeGate())
     options = SynthesisOptions(**api["params"])
-    audio = Audio.from_chunks(pipeline.stream("tiny", api["text"], options), 44100)
+    audio = Audio.from_chunks(pipeline.stream(voice, api["text"], options), 44100)
     reference = np.load(TINY / "cases" / "api.npz")["pcm_generate"]
     assert len(audio.samples) == api["generate_samples"]
     diff = audio.to_int16().astype(np.int32) - reference.astype(np.int32)

@@ -183,27 +183,29 @@ def test_cancel_while_waiting_for_the_gate(tts: TTS) -> None:
 
 def test_non_finite_audio_is_never_returned(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
     """Corrupt weights gave NaN audio that the server sent as 200."""
-    backend = tts.speakers["tiny"]._pipeline.backend
-    real = backend.decode_windows
+    voice = tts.speakers["tiny"]._voice
+    real = voice.decode_windows
 
     def poisoned(*args: Any, **kwargs: Any) -> Iterator[Any]:
         for piece in real(*args, **kwargs):
             yield np.full_like(piece, np.nan)
 
-    monkeypatch.setattr(backend, "decode_windows", poisoned)
+    monkeypatch.setattr(voice, "decode_windows", poisoned)
     with pytest.raises(ModelLoadError, match="non-finite"):
         tts.speakers["tiny"].generate("こんにちは。", seed=0)
 
 
 def test_a_sentence_whose_reading_is_too_long_is_cut_further(tts: TTS) -> None:
     """200 digits read out are 600 kana: the encoder took 5.6 s before the first audio."""
-    from yomiage.synthesis.pipeline import MAX_READING_CHARS
+    from yomiage.synthesis.reading import MAX_READING_CHARS, read_sentences
 
-    pipeline = tts.speakers["tiny"]._pipeline
-    pieces = pipeline.sentences("9" * 200 + "。こんにちは。")
-    readings = [p.bert_text for p, _ in pieces]
+    frontend = tts.frontend
+    pieces = read_sentences(frontend, "9" * 200 + "。こんにちは。")
+    readings = [p.phonemes.bert_text for p in pieces]
     assert all(len(r) <= MAX_READING_CHARS for r in readings)
     assert "".join(readings[:-1]).count("キュー") == 200
+    assert "".join(p.text for p in pieces) == "9" * 200 + "。こんにちは。"
     # The cut pieces of the first sentence follow each other without a pause.
-    assert [clause for _, clause in pieces] == [True] * (len(pieces) - 2) + [False, False]
-    assert pipeline.sentences("今日はいい天気ですね、" * 18)[0][0].bert_text.count("天気") == 18
+    assert [p.clause for p in pieces] == [True] * (len(pieces) - 2) + [False, False]
+    whole = read_sentences(frontend, "今日はいい天気ですね、" * 18)[0].phonemes
+    assert whole.bert_text.count("天気") == 18

@@ -13,11 +13,12 @@ import pytest
 
 from tests.conftest import FIXTURES
 from yomiage.errors import ModelLoadError
-from yomiage.runtime import SynthesisOptions
+from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import clause_ends, flow_spans
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_voice import Windowing
+from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
 TINY = FIXTURES / "sbv2_tiny"
@@ -30,9 +31,12 @@ def bundle(tiny_bundle: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def backend(bundle: Path) -> OnnxBackend:
-    b = OnnxBackend(bundle / "bert", precision="fp32", threads=2)
-    b.add_voice("tiny", bundle)
-    return b
+    return OnnxBackend(bundle / "bert", precision="fp32", threads=2)
+
+
+@pytest.fixture(scope="module")
+def voice(backend: OnnxBackend, bundle: Path) -> Any:
+    return backend.load_voice(bundle)
 
 
 def _cases() -> list[dict[str, Any]]:
@@ -54,16 +58,16 @@ def _options(case: dict[str, Any], setting: dict[str, Any]) -> SynthesisOptions:
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
 def test_text_to_audio_matches_reference(
-    backend: OnnxBackend, frontend: Frontend, case: dict[str, Any]
+    backend: OnnxBackend, frontend: Frontend, case: dict[str, Any], voice: Any
 ) -> None:
     arrays = np.load(TINY / "cases" / f"{case['id']}.npz")
     for name, setting in case["settings"].items():
         options = _options(case, setting)
         rng = backend.new_rng(0)
-        [encoded] = backend.encode("tiny", [frontend.g2p(case["text"])], options, rng)
+        [encoded] = encode(backend, voice, [frontend.g2p(case["text"])], options, rng)
         assert encoded.durations.tolist() == setting["durations"], name
         if f"audio_{name}" in arrays:
-            audio = backend.decode("tiny", encoded, options, rng)
+            audio = decode(voice, encoded, options, rng)
             reference = arrays[f"audio_{name}"]
             assert audio.shape == reference.shape
             assert float(np.abs(audio - reference).max()) <= 1e-4
@@ -71,12 +75,12 @@ def test_text_to_audio_matches_reference(
 
 @pytest.mark.parametrize("window", [1, 7, 16, 64, 10_000])
 def test_windowed_decoding_equals_whole(
-    backend: OnnxBackend, frontend: Frontend, window: int
+    backend: OnnxBackend, frontend: Frontend, window: int, voice: Any
 ) -> None:
     options = SynthesisOptions(seed=3)
     sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
-    [encoded] = backend.encode("tiny", sentence, options, backend.new_rng(3))
-    voice = backend.voice("tiny")
+    [encoded] = encode(backend, voice, sentence, options, backend.new_rng(3))
+    voice = voice
     m_p, logs_p, g = encoded.state
     rng = backend.new_rng(5)
     mean = np.repeat(m_p, encoded.durations, axis=2)
@@ -84,12 +88,12 @@ def test_windowed_decoding_equals_whole(
     z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
     z = voice.flow.run(None, {"z_p": z_p, "g": g})[0]
     whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
-    saved = backend.windowing
-    backend.windowing = Windowing(window, window)
+    saved = voice.windowing
+    voice.windowing = Windowing(window, window)
     try:
-        pieces = list(backend.decode_windows("tiny", encoded, options, backend.new_rng(5)))
+        pieces = list(voice.decode_windows(encoded, options, backend.new_rng(5)))
     finally:
-        backend.windowing = saved
+        voice.windowing = saved
     assert len(pieces) == -(-z.shape[2] // window)
     stitched = np.concatenate(pieces)
     assert stitched.shape == whole.shape
@@ -98,13 +102,13 @@ def test_windowed_decoding_equals_whole(
 
 @pytest.mark.parametrize(("flow_frames", "first_flow_frames"), [(24, 8), (40, 40), (10_000, 8)])
 def test_long_sentence_goes_through_the_flow_in_spans(
-    backend: OnnxBackend, frontend: Frontend, flow_frames: int, first_flow_frames: int
+    backend: OnnxBackend, frontend: Frontend, flow_frames: int, first_flow_frames: int, voice: Any
 ) -> None:
     """A 200-character sentence went through the flow at once: 18 s and 3 GB on a full voice."""
     options = SynthesisOptions(seed=3)
     sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
-    [encoded] = backend.encode("tiny", sentence, options, backend.new_rng(3))
-    voice = backend.voice("tiny")
+    [encoded] = encode(backend, voice, sentence, options, backend.new_rng(3))
+    voice = voice
     m_p, logs_p, g = encoded.state
     rng = backend.new_rng(5)
     mean = np.repeat(m_p, encoded.durations, axis=2)
@@ -118,63 +122,66 @@ def test_long_sentence_goes_through_the_flow_in_spans(
         [voice.flow.run(None, {"z_p": z_p[:, :, a:b], "g": g})[0] for a, b in spans], axis=2
     )
     whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
-    saved = backend.windowing
-    backend.windowing = Windowing(7, 5, flow_frames, first_flow_frames)
+    saved = voice.windowing
+    voice.windowing = Windowing(7, 5, flow_frames, first_flow_frames)
     try:
-        pieces = list(backend.decode_windows("tiny", encoded, options, backend.new_rng(5)))
+        pieces = list(voice.decode_windows(encoded, options, backend.new_rng(5)))
     finally:
-        backend.windowing = saved
+        voice.windowing = saved
     stitched = np.concatenate(pieces)
     assert stitched.shape == whole.shape
     assert float(np.abs(stitched - whole).max()) <= 1e-5
 
 
 def test_onnx_and_torch_backends_agree(
-    bundle: Path, backend: OnnxBackend, frontend: Frontend
+    bundle: Path, backend: OnnxBackend, frontend: Frontend, voice: Any
 ) -> None:
     pytest.importorskip("transformers")
     from yomiage.runtime.torch_backend import TorchBackend
 
     torch_backend = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
-    torch_backend.add_voice("tiny", TINY / "model")
+    torch_voice = torch_backend.load_voice(TINY / "model")
     sentences = [frontend.g2p(t) for t in ("ねえ、聞いて！？", "昨日、先生に会ったの。")]
     options = SynthesisOptions(style="Happy", style_weight=0.5, speaker_id=1, noise=0, noise_w=0)
-    ours = backend.encode("tiny", sentences, options, backend.new_rng(0))
-    theirs = torch_backend.encode("tiny", sentences, options, torch_backend.new_rng(0))
+    ours = encode(backend, voice, sentences, options, backend.new_rng(0))
+    theirs = encode(torch_backend, torch_voice, sentences, options, torch_backend.new_rng(0))
     for a, b in zip(ours, theirs, strict=True):
         assert a.durations.tolist() == b.durations.tolist()
-        audio_a = backend.decode("tiny", a, options, backend.new_rng(0))
-        audio_b = torch_backend.decode("tiny", b, options, torch_backend.new_rng(0))
+        audio_a = decode(voice, a, options, backend.new_rng(0))
+        audio_b = decode(torch_voice, b, options, torch_backend.new_rng(0))
         assert float(np.abs(audio_a - audio_b).max()) <= 1e-4
 
 
-def test_seed_makes_noise_reproducible(backend: OnnxBackend, frontend: Frontend) -> None:
+def test_seed_makes_noise_reproducible(
+    backend: OnnxBackend, frontend: Frontend, voice: Any
+) -> None:
     sentence = [frontend.g2p("今日はいい天気ですね。")]
     options = SynthesisOptions()
 
     def run(seed: int) -> Any:
         rng = backend.new_rng(seed)
-        [enc] = backend.encode("tiny", sentence, options, rng)
-        return backend.decode("tiny", enc, options, rng)
+        [enc] = encode(backend, voice, sentence, options, rng)
+        return decode(voice, enc, options, rng)
 
     assert np.array_equal(run(1), run(1))
     a, b = run(1), run(2)
     assert a.shape != b.shape or not np.array_equal(a, b)
 
 
-def test_synthesis_without_torch(bundle: Path) -> None:
+def test_synthesis_without_torch(bundle: Path, voice: Any) -> None:
     code = (
         "import sys\n"
-        "from yomiage.runtime import SynthesisOptions\n"
+        "from yomiage.options import SynthesisOptions\n"
         "from yomiage.runtime.onnx_backend import OnnxBackend\n"
+        "from yomiage.runtime.voice import decode, encode\n"
         "from yomiage.text import Frontend, UserDictionary\n"
         f"b = OnnxBackend({str(bundle / 'bert')!r})\n"
-        f"b.add_voice('tiny', {str(bundle)!r})\n"
+        f"v = b.load_voice({str(bundle)!r})\n"
         "f = Frontend(UserDictionary(None))\n"
         "o = SynthesisOptions(seed=0)\n"
         "rng = b.new_rng(0)\n"
-        "[e] = b.encode('tiny', [f.g2p('こんにちは。')], o, rng)\n"
-        "assert len(b.decode('tiny', e, o, rng)) > 0\n"
+        "[e] = encode(b, v, [f.g2p('こんにちは。')], o, rng)\n"
+        "assert len(decode(v, e, o, rng)) > 0\n"
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -202,7 +209,7 @@ def test_bundle_errors(bundle: Path, tmp_path: Path) -> None:
 
 
 def test_convert_refuses_a_disagreeing_export(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voice: Any
 ) -> None:
     pytest.importorskip("torch")
     if not TINY.is_dir():
@@ -227,17 +234,18 @@ def test_convert_never_replaces_other_data(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_memory_does_not_grow_with_requests(bundle: Path) -> None:
+def test_memory_does_not_grow_with_requests(bundle: Path, voice: Any) -> None:
     """RSS after 200 requests of varied lengths stays within 50 MB of RSS after 20."""
     code = (
         "import numpy as np\n"
-        "from yomiage.runtime import SynthesisOptions\n"
+        "from yomiage.options import SynthesisOptions\n"
         "from yomiage.runtime.onnx_backend import OnnxBackend\n"
+        "from yomiage.runtime.voice import decode, encode\n"
         "from yomiage.text import Frontend, UserDictionary\n"
         "def rss():\n"
         "    return int(open('/proc/self/status').read().split('VmRSS:')[1].split()[0]) / 1024\n"
         f"b = OnnxBackend({str(bundle / 'bert')!r})\n"
-        f"b.add_voice('tiny', {str(bundle)!r})\n"
+        f"v = b.load_voice({str(bundle)!r})\n"
         "f = Frontend(UserDictionary(None))\n"
         "rng = np.random.default_rng(0)\n"
         "base = ['今日は', 'いい天気ですね', '散歩に行きましょう', '駅前の喫茶店で友人と会いました']\n"
@@ -247,8 +255,8 @@ def test_memory_does_not_grow_with_requests(bundle: Path) -> None:
         "    text = '、'.join(base[int(k)] for k in rng.integers(0, 4, n)) + '。'\n"
         "    o = SynthesisOptions(seed=i)\n"
         "    r = b.new_rng(i)\n"
-        "    [e] = b.encode('tiny', [f.g2p(text)], o, r)\n"
-        "    b.decode('tiny', e, o, r)\n"
+        "    [e] = encode(b, v, [f.g2p(text)], o, r)\n"
+        "    decode(v, e, o, r)\n"
         "    if i + 1 in (20, 200):\n"
         "        after[i + 1] = rss()\n"
         "print(after[20], after[200])\n"
@@ -261,16 +269,16 @@ def test_memory_does_not_grow_with_requests(bundle: Path) -> None:
 
 
 def test_first_window_is_short_so_audio_starts_early(
-    backend: OnnxBackend, frontend: Frontend
+    backend: OnnxBackend, frontend: Frontend, voice: Any
 ) -> None:
     options = SynthesisOptions(seed=1)
     rng = backend.new_rng(1)
-    [encoded] = backend.encode(
-        "tiny", [frontend.g2p("駅前の小さな喫茶店で古い友人と会った。")], options, rng
+    [encoded] = encode(
+        backend, voice, [frontend.g2p("駅前の小さな喫茶店で古い友人と会った。")], options, rng
     )
-    assert encoded.n_frames > backend.windowing.window_frames
-    pieces = list(backend.decode_windows("tiny", encoded, options, rng))
-    hop = backend.hop_length("tiny")
-    assert len(pieces[0]) == backend.windowing.first_window_frames * hop
-    assert all(len(p) == backend.windowing.window_frames * hop for p in pieces[1:-1])
+    assert encoded.n_frames > voice.windowing.window_frames
+    pieces = list(voice.decode_windows(encoded, options, rng))
+    hop = voice.info.hop_length
+    assert len(pieces[0]) == voice.windowing.first_window_frames * hop
+    assert all(len(p) == voice.windowing.window_frames * hop for p in pieces[1:-1])
     assert sum(map(len, pieces)) == encoded.n_frames * hop

@@ -9,13 +9,14 @@ import numpy as np
 import pytest
 
 from tests.conftest import FIXTURES
-from yomiage.runtime import SynthesisOptions
+from yomiage.options import SynthesisOptions
+from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from yomiage.runtime.torch_backend import TorchBackend
+from yomiage.runtime.torch_backend import PyTorchVoice, TorchBackend
 
 TINY = FIXTURES / "sbv2_tiny"
 
@@ -24,9 +25,12 @@ TINY = FIXTURES / "sbv2_tiny"
 def backend() -> TorchBackend:
     if not TINY.is_dir():
         pytest.skip("shared fixtures not available")
-    b = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
-    b.add_voice("tiny", TINY / "model")
-    return b
+    return TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
+
+
+@pytest.fixture(scope="module")
+def voice(backend: TorchBackend) -> PyTorchVoice:
+    return backend.load_voice(TINY / "model")
 
 
 def _cases() -> list[dict[str, Any]]:
@@ -36,7 +40,7 @@ def _cases() -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
 def test_text_to_audio_matches_reference(
-    backend: TorchBackend, frontend: Frontend, case: dict[str, Any]
+    backend: TorchBackend, frontend: Frontend, case: dict[str, Any], voice: PyTorchVoice
 ) -> None:
     arrays = np.load(TINY / "cases" / f"{case['id']}.npz")
     setting = case["settings"]["A"]
@@ -50,44 +54,48 @@ def test_text_to_audio_matches_reference(
         noise_w=0.0,
     )
     rng = backend.new_rng(0)
-    [encoded] = backend.encode("tiny", [frontend.g2p(case["text"])], options, rng)
+    [encoded] = encode(backend, voice, [frontend.g2p(case["text"])], options, rng)
     assert encoded.durations.tolist() == setting["durations"]
-    audio = backend.decode("tiny", encoded, options, rng)
+    audio = voice.decode(encoded, options, rng)  # the whole sentence at once, as SBV2
     assert audio.shape == arrays["audio_A"].shape
     assert float(np.abs(audio - arrays["audio_A"]).max()) <= 1e-4
 
 
-def test_batched_bert_matches_one_by_one(backend: TorchBackend, frontend: Frontend) -> None:
+def test_batched_bert_matches_one_by_one(
+    backend: TorchBackend, frontend: Frontend, voice: PyTorchVoice
+) -> None:
     sentences = [frontend.g2p(t) for t in ("ねえ、聞いて！", "昨日、先生に会ったの。", "うん。")]
     options = SynthesisOptions(noise=0.0, noise_w=0.0)
-    together = backend.encode("tiny", sentences, options, backend.new_rng(0))
+    together = encode(backend, voice, sentences, options, backend.new_rng(0))
     for sentence, batched in zip(sentences, together, strict=True):
-        [alone] = backend.encode("tiny", [sentence], options, backend.new_rng(0))
+        [alone] = encode(backend, voice, [sentence], options, backend.new_rng(0))
         assert alone.durations.tolist() == batched.durations.tolist()
 
 
-def test_seed_reproduces_noise(backend: TorchBackend, frontend: Frontend) -> None:
+def test_seed_reproduces_noise(
+    backend: TorchBackend, frontend: Frontend, voice: PyTorchVoice
+) -> None:
     sentence = [frontend.g2p("今日はいい天気ですね。")]
     options = SynthesisOptions(seed=7)
 
     def run(seed: int) -> Any:
         rng = backend.new_rng(seed)
-        [enc] = backend.encode("tiny", sentence, options, rng)
-        return backend.decode("tiny", enc, options, rng)
+        [enc] = encode(backend, voice, sentence, options, rng)
+        return decode(voice, enc, options, rng)
 
     a, b, c = run(7), run(7), run(8)
     assert np.array_equal(a, b)
     assert a.shape != c.shape or not np.array_equal(a, c)
 
 
-def test_unknown_style_speaker_and_voice(backend: TorchBackend, frontend: Frontend) -> None:
+def test_unknown_style_and_speaker(
+    backend: TorchBackend, voice: PyTorchVoice, frontend: Frontend
+) -> None:
     sentence = [frontend.g2p("はい。")]
     with pytest.raises(ValueError, match="Neutral, Happy, Sad"):
-        backend.encode("tiny", sentence, SynthesisOptions(style="Angry"), backend.new_rng(0))
+        encode(backend, voice, sentence, SynthesisOptions(style="Angry"), backend.new_rng(0))
     with pytest.raises(ValueError, match="spk_a=0, spk_b=1"):
-        backend.encode("tiny", sentence, SynthesisOptions(speaker_id=5), backend.new_rng(0))
-    with pytest.raises(ValueError, match="loaded voices: tiny"):
-        backend.encode("other", sentence, SynthesisOptions(), backend.new_rng(0))
+        encode(backend, voice, sentence, SynthesisOptions(speaker_id=5), backend.new_rng(0))
 
 
 def test_bad_options() -> None:

@@ -15,13 +15,12 @@ from dataclasses import replace
 from functools import partial
 from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any
 
 from yomiage.errors import ModelLoadError, NotPreparedError, SourceNotFoundError
 from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
-from yomiage.runtime.types import SynthesisBackend
+from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import (
     BERT,
     Cache,
@@ -35,7 +34,8 @@ from yomiage.sources import (
 )
 from yomiage.sources.catalog import Format
 from yomiage.speaker import Speaker
-from yomiage.synthesis.pipeline import ComputeGate, Pipeline
+from yomiage.synthesis.gate import ComputeGate
+from yomiage.synthesis.pipeline import Pipeline
 from yomiage.text.frontend import Frontend
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
@@ -173,10 +173,7 @@ class TTS:
             for name, folder in folders.items():
                 self._speakers[name] = self._add_voice(pipeline, name, folder)
             if compile:
-                if hasattr(pipeline.backend, "compile"):
-                    pipeline.backend.compile()
-                else:
-                    log.info("compile=True has no effect on the %s backend", self.backend_name)
+                pipeline.backend.compile()
         if warmup:
             for speaker in list(self._speakers.values()):
                 speaker.generate(WARMUP_TEXT, seed=0)
@@ -347,7 +344,7 @@ class TTS:
             return bert, tokenizer
         return None
 
-    def _make_backend(self, voices: list[Path]) -> Any:
+    def _make_backend(self, voices: list[Path]) -> SynthesisBackend:
         bert_dir, tokenizer_dir = self._bert_dirs(voices)
         if self.backend_name == "onnx":
             from yomiage.runtime.onnx_backend import OnnxBackend
@@ -384,13 +381,4 @@ class TTS:
         return layout
 
     def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
-        backend: SynthesisBackend = pipeline.backend
-        backend.add_voice(name, folder)  # type: ignore[attr-defined]
-        info = backend.voice_info(name)
-        return Speaker(
-            name,
-            pipeline,
-            sample_rate=info.sample_rate,
-            styles=info.styles,
-            speaker_ids=info.speakers,
-        )
+        return Speaker(name, pipeline.backend.load_voice(folder), pipeline)

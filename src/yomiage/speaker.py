@@ -8,8 +8,10 @@ back to the event loop between chunks.
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -20,44 +22,51 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from yomiage.options import OptionFields
+    from yomiage.runtime.voice import Voice
     from yomiage.synthesis.pipeline import Pipeline
 
 _DONE = object()
 
 
 class Speaker:
-    """A loaded voice. Safe to use from many threads and coroutines at once."""
+    """A loaded voice. Safe to use from many threads and coroutines at once.
 
-    def __init__(
-        self,
-        name: str,
-        pipeline: Pipeline,
-        *,
-        sample_rate: int,
-        styles: tuple[str, ...],
-        speaker_ids: Mapping[str, int],
-    ) -> None:
+    Every method takes the options as one :class:`SynthesisOptions` and/or as
+    keyword overrides of its fields: ``generate(text, seed=1)``,
+    ``generate(text, options)``, ``generate(text, options, speed=1.2)``.
+    """
+
+    def __init__(self, name: str, voice: Voice, pipeline: Pipeline) -> None:
+        info = voice.info
         self.name = name
-        self.sample_rate = sample_rate
-        self.styles = styles
-        self.speaker_ids: Mapping[str, int] = MappingProxyType(dict(speaker_ids))
+        self.sample_rate = info.sample_rate
+        self.styles = info.styles
+        self.speaker_ids: Mapping[str, int] = MappingProxyType(dict(info.speakers))
+        self._voice = voice
         self._pipeline = pipeline
 
     def __repr__(self) -> str:
         return f"Speaker({self.name!r}, styles={list(self.styles)})"
 
-    def options(self, **fields: Unpack[OptionFields]) -> SynthesisOptions:
-        """Checked options for this voice; OptionError names the field and what it may be
+    def options(
+        self, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]
+    ) -> SynthesisOptions:
+        """``options`` (default: the API's defaults) with ``overrides``, checked for this
+        voice: OptionError names a field out of range, an unknown style or speaker
         (an unknown keyword is a TypeError, as for any Python call)."""
-        options = SynthesisOptions(**fields)
-        return options.check_voice(self.name, self.styles, self.speaker_ids)
+        base = SynthesisOptions() if options is None else options
+        if not isinstance(base, SynthesisOptions):
+            raise TypeError(f"options must be a SynthesisOptions, not {type(base).__name__}")
+        merged = replace(base, **overrides) if overrides else base
+        return merged.check_voice(self.name, self.styles, self.speaker_ids)
 
     def stream(
         self,
         text: str,
+        options: SynthesisOptions | None = None,
         *,
         cancel: threading.Event | None = None,
-        **fields: Unpack[OptionFields],
+        **overrides: Unpack[OptionFields],
     ) -> Iterator[AudioChunk]:
         """Audio chunks as they are decoded; the first comes after one decoder window.
 
@@ -66,17 +75,23 @@ class Speaker:
         Setting ``cancel`` from another thread stops the work at its next step,
         even before the first chunk, with :class:`~yomiage.errors.Cancelled`.
         """
-        return self._pipeline.stream(self.name, text, self.options(**fields), cancel=cancel)
+        checked = self.options(options, **overrides)
+        return self._pipeline.stream(self._voice, text, checked, cancel=cancel)
 
-    def generate(self, text: str, **fields: Unpack[OptionFields]) -> Audio:
+    def generate(
+        self, text: str, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]
+    ) -> Audio:
         """The whole text as one :class:`Audio`, sentences joined with natural pauses."""
-        return Audio.from_chunks(self.stream(text, **fields), self.sample_rate)
+        return Audio.from_chunks(self.stream(text, options, **overrides), self.sample_rate)
 
-    async def astream(self, text: str, **fields: Unpack[OptionFields]) -> AsyncIterator[AudioChunk]:
+    async def astream(
+        self, text: str, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]
+    ) -> AsyncIterator[AudioChunk]:
         """:meth:`stream` for asyncio: inference runs in worker threads, one chunk at a time."""
         loop = asyncio.get_running_loop()
-        options = self.options(**fields)
-        chunks = await loop.run_in_executor(None, self._pipeline.stream, self.name, text, options)
+        checked = self.options(options, **overrides)
+        start = functools.partial(self._pipeline.stream, self._voice, text, checked)
+        chunks = await loop.run_in_executor(None, start)
         steps = _Steps(chunks)
         try:
             while True:
@@ -94,9 +109,11 @@ class Speaker:
             if cancelling is not None and not cancelling():
                 await closing
 
-    async def agenerate(self, text: str, **fields: Unpack[OptionFields]) -> Audio:
+    async def agenerate(
+        self, text: str, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]
+    ) -> Audio:
         """:meth:`generate` for asyncio; cancelling it stops the synthesis."""
-        chunks = [chunk async for chunk in self.astream(text, **fields)]
+        chunks = [chunk async for chunk in self.astream(text, options, **overrides)]
         return Audio.from_chunks(chunks, self.sample_rate)
 
 

@@ -20,6 +20,7 @@ import numpy.typing as npt
 from yomiage.audio.formats import OPUS_RATES, encode, format_for, wav_header
 from yomiage.audio.resample import resample
 from yomiage.audio.timings import Timings
+from yomiage.options import SynthesisOptions
 
 __all__ = ["Audio", "AudioChunk", "wav_header"]
 
@@ -37,6 +38,8 @@ class AudioChunk:
 
     The first chunk of each sentence carries that sentence's timings (known
     before its audio) and begins with the pause before the sentence, as zeros.
+    Every chunk carries its sentence's ``text`` (as written) and the request's
+    ``options``, whose ``seed`` is the one actually used.
     """
 
     samples: npt.NDArray[np.float32]
@@ -44,6 +47,8 @@ class AudioChunk:
     offset: int
     sentence: int
     timings: Timings = field(default_factory=Timings)
+    text: str = ""
+    options: SynthesisOptions | None = None
 
     @property
     def duration(self) -> float:
@@ -60,20 +65,39 @@ class AudioChunk:
 
 @dataclass(frozen=True, eq=False)
 class Audio:
-    """A whole synthesized result (mono float32 in [-1, 1])."""
+    """A whole synthesized result (mono float32 in [-1, 1]).
+
+    ``options`` are those it was made with, ``seed`` included (the one drawn
+    when none was given), so ``speaker.generate(text, audio.options)`` makes it
+    again; ``sentences`` are the texts it read, in order.
+    """
 
     samples: npt.NDArray[np.float32]
     sample_rate: int
     timings: Timings = field(default_factory=Timings)
+    options: SynthesisOptions | None = None
+    sentences: tuple[str, ...] = ()
 
     @classmethod
     def from_chunks(cls, chunks: Iterable[AudioChunk], sample_rate: int) -> Audio:
-        pieces, timings = [], []
+        pieces, timings, sentences = [], [], []
+        options = None
+        last = -1
         for chunk in chunks:
             pieces.append(chunk.samples)
             timings.append(chunk.timings)
+            options = options or chunk.options
+            if chunk.sentence != last:
+                sentences.append(chunk.text)
+                last = chunk.sentence
         samples = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
-        return cls(samples.astype(np.float32, copy=False), sample_rate, Timings.join(timings))
+        return cls(
+            samples.astype(np.float32, copy=False),
+            sample_rate,
+            Timings.join(timings),
+            options,
+            tuple(sentences),
+        )
 
     @property
     def duration(self) -> float:
@@ -91,7 +115,7 @@ class Audio:
         fmt = format_for("", fmt)
         audio = self
         if fmt == "opus" and self.sample_rate not in OPUS_RATES:
-            audio = Audio(resample(self.samples, self.sample_rate, 48000), 48000)
+            audio = Audio(resample(self.samples, self.sample_rate, 48000), 48000, self.timings)
         return encode(audio.to_int16(normalize=normalize), audio.sample_rate, fmt)
 
     def save(self, path: Path | str, fmt: str | None = None, *, normalize: bool = True) -> Path:

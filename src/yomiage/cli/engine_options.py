@@ -11,6 +11,7 @@ import argparse
 import re
 from typing import TYPE_CHECKING, Any
 
+from yomiage.errors import OptionError
 from yomiage.options import OptionFields, SynthesisOptions
 
 if TYPE_CHECKING:
@@ -100,8 +101,9 @@ def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def synthesis_fields(args: argparse.Namespace, speaker: Speaker) -> dict[str, Any]:
-    """The flags given (others keep the API's defaults), checked against ``speaker``."""
+def synthesis_options(args: argparse.Namespace, speaker: Speaker) -> SynthesisOptions:
+    """The flags given (others keep the API's defaults) as one options object, checked
+    for ``speaker``: OptionError names the flag's field."""
     fields: dict[str, Any] = {}
     for name in OptionFields.__annotations__:
         if name == "speaker_id":  # a number or a name: resolved below
@@ -111,8 +113,7 @@ def synthesis_fields(args: argparse.Namespace, speaker: Speaker) -> dict[str, An
             fields[name] = value
     if args.speaker_id is not None:
         fields["speaker_id"] = speaker_number(args.speaker_id, speaker)
-    speaker.options(**fields)  # ValueError naming the valid styles and speakers
-    return fields
+    return speaker.options(SynthesisOptions.from_fields(fields))
 
 
 def speaker_number(value: str, speaker: Speaker) -> int:
@@ -122,7 +123,7 @@ def speaker_number(value: str, speaker: Speaker) -> int:
         return int(value)
     except ValueError:
         known = ", ".join(f"{n}={i}" for n, i in speaker.speaker_ids.items())
-        raise ValueError(f"unknown speaker {value!r}; speakers: {known}") from None
+        raise OptionError("speaker_id", f"unknown speaker {value!r}; speakers: {known}") from None
 
 
 def voice_sources(args: argparse.Namespace) -> list[tuple[str, str | None]]:

@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING
 from yomiage.cli.engine_options import (
     add_engine_arguments,
     add_synthesis_arguments,
-    synthesis_fields,
+    synthesis_options,
 )
 
 if TYPE_CHECKING:
@@ -92,11 +92,10 @@ def run(args: argparse.Namespace) -> int:
     with make_tts(args) as tts:
         tts.prepare()
         [speaker] = tts.speakers.values()
-        fields = synthesis_fields(args, speaker)
-        sentences = [s.strip() for s in tts.frontend.split_sentences(text) if s.strip()]
+        options = synthesis_options(args, speaker)
         loaded = time.perf_counter()
-        progress = Progress(len(sentences), enabled=not args.quiet and sys.stderr.isatty())
-        chunks = progress.track(speaker.stream(text, **fields))
+        progress = Progress(len(text.strip()), enabled=not args.quiet and sys.stderr.isatty())
+        chunks = progress.track(speaker.stream(text, options))
         streaming = to_stdout and fmt in ("wav", "pcm")
         kept: list[AudioChunk] = []
         out: IO[bytes] = sys.stdout.buffer
@@ -128,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
         if args.timings is not None:
             from yomiage.audio.subtitles import write_timings
 
-            by_sentence = [c.timings for c in kept if c.timings.phonemes]
-            write_timings(args.timings, by_sentence, duration, sentences)
+            firsts = [c for c in kept if c.timings.phonemes]  # each sentence's first chunk
+            write_timings(args.timings, [c.timings for c in firsts], duration,
+                          [c.text for c in firsts])  # fmt: skip
     if not args.quiet:
         spent = time.perf_counter() - loaded
         where = "stdout" if to_stdout else args.output
@@ -153,52 +153,50 @@ def _silence_stdout() -> None:
 
 def _without_samples(chunk: AudioChunk) -> AudioChunk:
     """The chunk's length and timings without keeping its audio (already written)."""
+    from dataclasses import replace
+
     import numpy as np
 
-    from yomiage.audio import AudioChunk
-
-    return AudioChunk(
-        np.zeros(len(chunk.samples), np.float32),
-        chunk.sample_rate,
-        chunk.offset,
-        chunk.sentence,
-        chunk.timings,
-    )
+    return replace(chunk, samples=np.zeros(len(chunk.samples), np.float32))
 
 
 class Progress:
-    """A one-line bar on stderr for texts of several sentences; off when not a terminal."""
+    """A one-line bar on stderr, by characters read; off when not a terminal or for
+    a text of one sentence."""
 
-    def __init__(self, sentences: int, *, enabled: bool) -> None:
-        self.total = max(1, sentences)
-        self.enabled = enabled and sentences > 1
+    def __init__(self, characters: int, *, enabled: bool) -> None:
+        self.total = max(1, characters)
+        self.enabled = enabled
         self.started = time.perf_counter()
         self.audio = 0.0
-        self.done = 0
+        self.read = 0  # characters of the sentences begun so far
+        self.sentences = 0
 
     def track(self, chunks: Iterator[AudioChunk]) -> Iterator[AudioChunk]:
         for chunk in chunks:
             self.audio += chunk.duration
-            self.done = max(self.done, chunk.sentence)
-            self._draw()
+            if chunk.timings.phonemes:  # a sentence's first chunk
+                self.read += len(chunk.text)
+                self.sentences += 1
+            if self.sentences > 1 or self.read < self.total:
+                self._draw()
             yield chunk
-        self.done = self.total
 
     def _draw(self) -> None:
         if not self.enabled:
             return
         width = 30
-        filled = int(width * min(self.done, self.total) / self.total)
+        filled = int(width * min(self.read, self.total) / self.total)
         spent = time.perf_counter() - self.started
         speed = self.audio / spent if spent > 0 else 0.0
         line = (
-            f"\r[{'#' * filled}{'.' * (width - filled)}] sentence {self.done + 1}/{self.total}"
+            f"\r[{'#' * filled}{'.' * (width - filled)}] sentence {self.sentences}"
             f"  {self.audio:6.1f} s audio  {speed:4.1f}x"
         )
         sys.stderr.write(line)
         sys.stderr.flush()
 
     def close(self) -> None:
-        if self.enabled:
+        if self.enabled and self.sentences:
             sys.stderr.write("\r" + " " * 72 + "\r")
             sys.stderr.flush()

@@ -1,7 +1,6 @@
-"""Synthesis backends behind one protocol: PyTorch (CUDA, and CPU for tests) and
-ONNX Runtime (the CPU default)."""
+"""Backends that load voice folders into :class:`~yomiage.runtime.voice.Voice` objects:
+ONNX Runtime (the CPU default) and PyTorch (CUDA, and CPU for tests)."""
 
-from yomiage.options import OptionFields, SynthesisOptions
-from yomiage.runtime.types import EncodedSentence, SynthesisBackend
+from yomiage.runtime.voice import EncodedSentence, SynthesisBackend, Voice, VoiceInfo
 
-__all__ = ["EncodedSentence", "OptionFields", "SynthesisBackend", "SynthesisOptions"]
+__all__ = ["EncodedSentence", "SynthesisBackend", "Voice", "VoiceInfo"]

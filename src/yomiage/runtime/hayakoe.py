@@ -12,7 +12,7 @@ duration predictor and fall back to the floor without it (as the reference).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +24,11 @@ from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.layouts import DURATION_PREDICTOR, SYNTHESIZER
 from yomiage.runtime.onnx_session import input_names, load_session
-from yomiage.runtime.onnx_voice import SentenceFeeds, Windowing
-from yomiage.runtime.types import VoiceInfo
+from yomiage.runtime.onnx_voice import SentenceFeeds, sentence_feeds
+from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
 from yomiage.sbv2.config import load_config
 from yomiage.sbv2.styles import StyleTable, load_styles
-from yomiage.text.symbols import ModelInputs
+from yomiage.text.g2p import Phonemes
 
 
 class HayakoeVoice:
@@ -37,15 +37,14 @@ class HayakoeVoice:
     def __init__(self, folder: Path, options: ort.SessionOptions) -> None:
         config = load_config(folder / "config.json")
         self.info = VoiceInfo(
-            config.sampling_rate,
-            tuple(config.style2id),
-            dict(config.spk2id),
-            config.add_blank,
+            sample_rate=config.sampling_rate,
+            hop_length=config.hop_length,
+            styles=tuple(config.style2id),
+            speakers=dict(config.spk2id),
+            n_speakers=config.n_speakers,
+            add_blank=config.add_blank,
             whole_utterance=True,
         )
-        self.hop_length = config.hop_length
-        self.add_blank = config.add_blank
-        self.n_speakers = config.n_speakers
         self.styles: StyleTable = load_styles(folder / "style_vectors.npy", config.style2id)
         self.synthesizer = load_session(folder / SYNTHESIZER, options)
         self._inputs = input_names(self.synthesizer)
@@ -93,23 +92,39 @@ class HayakoeVoice:
         return list(session.run(None, {k: v for k, v in feeds.items() if k in names}))
 
     def encode(
-        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
-    ) -> tuple[npt.NDArray[np.int64], Any]:
+        self,
+        sentences: Sequence[Phonemes],
+        features: Sequence[npt.NDArray[np.float32]],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> list[EncodedSentence]:
         """Runs the whole synthesizer: its audio is the state, its durations the timings."""
-        feeds = self._feeds(x, options)
-        outputs = dict(zip(self._outputs, self._run(self.synthesizer, feeds), strict=True))
-        audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
-        if "durations" in outputs:
-            return outputs["durations"][0].astype(np.int64), audio
-        durations = self._predicted(feeds)
-        if durations is None:  # load refuses such a folder; kept for a clear error
-            raise ModelLoadError("this HayaKoe voice gives no durations")
-        return durations, audio
+        out = []
+        for phonemes, hidden in zip(sentences, features, strict=True):
+            x = sentence_feeds(self.info, self.styles, phonemes, hidden, options)
+            feeds = self._feeds(x, options)
+            outputs = dict(zip(self._outputs, self._run(self.synthesizer, feeds), strict=True))
+            audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
+            if "durations" in outputs:
+                durations = outputs["durations"][0].astype(np.int64)
+            else:
+                predicted = self._predicted(feeds)
+                if predicted is None:  # load refuses such a folder; kept for a clear error
+                    raise ModelLoadError("this HayaKoe voice gives no durations")
+                durations = predicted
+            out.append(EncodedSentence(phonemes, x.inputs, durations, audio))
+        return out
 
-    def predict_durations(
-        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
-    ) -> npt.NDArray[np.int64] | None:
-        return self._predicted(self._feeds(x, options))
+    def durations(
+        self,
+        phonemes: Phonemes,
+        features: npt.NDArray[np.float32],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> Durations | None:
+        x = sentence_feeds(self.info, self.styles, phonemes, features, options)
+        frames = self._predicted(self._feeds(x, options))
+        return None if frames is None else Durations(x.inputs, frames)
 
     def _predicted(self, feeds: dict[str, Any]) -> npt.NDArray[np.int64] | None:
         if self.duration_predictor is None:
@@ -117,12 +132,7 @@ class HayakoeVoice:
         return np.asarray(self._run(self.duration_predictor, feeds)[0][0], dtype=np.int64)
 
     def decode_windows(
-        self,
-        state: Any,
-        inputs: ModelInputs,
-        durations: npt.NDArray[np.int64],
-        options: SynthesisOptions,
-        rng: Any,
-        windowing: Windowing,
+        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
     ) -> Iterator[npt.NDArray[np.float32]]:
-        yield state
+        """The audio the synthesizer made while encoding, in one piece."""
+        yield encoded.state

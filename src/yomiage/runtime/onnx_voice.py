@@ -7,7 +7,7 @@ by the generator's receptive field (:mod:`yomiage.runtime.chunking`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,13 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
+from yomiage.bert.features import expand_to_phones
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
 from yomiage.runtime.chunking import (
+    DEFAULT_FIRST_WINDOW_FRAMES,
+    DEFAULT_WINDOW_FRAMES,
     FIRST_FLOW_SPAN_FRAMES,
     FLOW_SPAN_FRAMES,
     clause_ends,
@@ -29,9 +32,10 @@ from yomiage.runtime.chunking import (
 from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.onnx_session import input_names, load_session
-from yomiage.runtime.types import VoiceInfo
+from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
-from yomiage.text.symbols import ModelInputs
+from yomiage.text.g2p import Phonemes
+from yomiage.text.symbols import ModelInputs, to_model_inputs
 
 # decoder_precision -> graph. int8: opt-in, about 2x faster decoding at ~27 dB SNR
 # against float32 on a full-size random voice (yomiage.export.decoder_int8).
@@ -48,14 +52,37 @@ class SentenceFeeds:
     speaker_id: int
 
 
+def sentence_feeds(
+    info: VoiceInfo,
+    styles: StyleTable,
+    phonemes: Phonemes,
+    hidden: npt.NDArray[np.float32],
+    options: SynthesisOptions,
+) -> SentenceFeeds:
+    """The model inputs of one sentence: ids (with blanks), its BERT rows spread over its
+    phones, the style vector and the speaker."""
+    info.check_speaker(options)
+    inputs = to_model_inputs(
+        phonemes.phones, phonemes.tones, phonemes.word2ph, add_blank=info.add_blank
+    )
+    style = styles.vector(options.style, options.style_weight)[None]
+    bert = expand_to_phones(hidden, inputs.word2ph)[None]
+    return SentenceFeeds(inputs, bert, style, options.speaker_id)
+
+
 @dataclass(frozen=True)
 class Windowing:
     """Frames per decoder window (the first may be smaller) and per flow span."""
 
-    window_frames: int
-    first_window_frames: int
+    window_frames: int = DEFAULT_WINDOW_FRAMES
+    first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
     flow_frames: int = FLOW_SPAN_FRAMES
     first_flow_frames: int = FIRST_FLOW_SPAN_FRAMES
+
+    def __post_init__(self) -> None:
+        if min(self.window_frames, self.first_window_frames, self.flow_frames,
+               self.first_flow_frames) < 1:  # fmt: skip
+            raise ValueError("decoder windows and flow spans need at least one frame")
 
 
 class BundleVoice:
@@ -67,6 +94,7 @@ class BundleVoice:
         options: ort.SessionOptions,
         *,
         decoder_precision: str = "fp32",
+        windowing: Windowing | None = None,
         verified_dir: Path | None = None,
     ) -> None:
         """``verified_dir``: where to remember files already checked (see
@@ -82,11 +110,16 @@ class BundleVoice:
             )
         verify_files(folder, m.files, used_files(m.files, decoder, DECODERS.values()), verified_dir)
         self.manifest = m
-        self.info = VoiceInfo(m.sampling_rate, tuple(m.style2id), dict(m.spk2id), m.add_blank)
-        self.hop_length = m.hop_length
-        self.add_blank = m.add_blank
+        self.windowing = windowing or Windowing()
+        self.info = VoiceInfo(
+            sample_rate=m.sampling_rate,
+            hop_length=m.hop_length,
+            styles=tuple(m.style2id),
+            speakers=dict(m.spk2id),
+            n_speakers=m.n_speakers,
+            add_blank=m.add_blank,
+        )
         self.bert_dim = m.bert_dim
-        self.n_speakers = m.n_speakers
         self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
         self.encoder = load_session(m.file("encoder.onnx"), options)
         self.flow = load_session(m.file("flow.onnx"), options)
@@ -94,6 +127,30 @@ class BundleVoice:
         self._encoder_inputs = input_names(self.encoder)
 
     def encode(
+        self,
+        sentences: Sequence[Phonemes],
+        features: Sequence[npt.NDArray[np.float32]],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> list[EncodedSentence]:
+        out = []
+        for phonemes, hidden in zip(sentences, features, strict=True):
+            x = sentence_feeds(self.info, self.styles, phonemes, hidden, options)
+            durations, state = self._encode(x, options, rng)
+            out.append(EncodedSentence(phonemes, x.inputs, durations, state))
+        return out
+
+    def durations(
+        self,
+        phonemes: Phonemes,
+        features: npt.NDArray[np.float32],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> Durations:
+        x = sentence_feeds(self.info, self.styles, phonemes, features, options)
+        return Durations(x.inputs, self._encode(x, options, rng)[0])
+
+    def _encode(
         self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
     ) -> tuple[npt.NDArray[np.int64], Any]:
         t = x.inputs.length
@@ -114,21 +171,11 @@ class BundleVoice:
         )
         return durations[0, 0].astype(np.int64), (m_p, logs_p, g)
 
-    def predict_durations(
-        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
-    ) -> npt.NDArray[np.int64] | None:
-        return self.encode(x, options, rng)[0]
-
     def decode_windows(
-        self,
-        state: Any,
-        inputs: ModelInputs,
-        durations: npt.NDArray[np.int64],
-        options: SynthesisOptions,
-        rng: Any,
-        windowing: Windowing,
+        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
     ) -> Iterator[npt.NDArray[np.float32]]:
-        m_p, logs_p, g = state
+        m_p, logs_p, g = encoded.state
+        durations = encoded.durations
         if durations.sum() == 0:  # SBV2 makes at least one frame
             durations = durations.copy()
             durations[-1] = 1
@@ -137,28 +184,23 @@ class BundleVoice:
         eps = rng.standard_normal(mean.shape, dtype=np.float32)
         z_p = (mean + eps * scale * np.float32(options.noise)).astype(np.float32)
         del mean, scale, eps
-        spans = iter(
-            flow_spans(
-                durations,
-                clause_ends(inputs.phone_ids),
-                windowing.flow_frames,
-                windowing.first_flow_frames,
-            )
-        )
+        w = self.windowing
+        breaks = clause_ends(encoded.inputs.phone_ids)
+        spans = iter(flow_spans(durations, breaks, w.flow_frames, w.first_flow_frames))
         z = np.empty_like(z_p)
         flowed = 0  # frames of z made so far
-        hop = self.hop_length
+        hop = self.info.hop_length
         context = self.manifest.receptive_field_frames
-        first = min(windowing.first_window_frames, windowing.window_frames)
+        first = min(w.first_window_frames, w.window_frames)
         try:
-            for w in windows(z.shape[2], windowing.window_frames, context, first):
-                while flowed < w.pad_stop:  # the flow runs a span ahead of the decoder
+            for window in windows(z.shape[2], w.window_frames, context, first):
+                while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
                     start, stop = next(spans)
-                    z[:, :, start:stop] = self.flow.run(
-                        None, {"z_p": z_p[:, :, start:stop], "g": g}
-                    )[0]
+                    feeds = {"z_p": z_p[:, :, start:stop], "g": g}
+                    z[:, :, start:stop] = self.flow.run(None, feeds)[0]
                     flowed = stop
-                audio = self.decoder.run(None, {"z": z[:, :, w.pad_start : w.pad_stop], "g": g})[0]
-                yield np.ascontiguousarray(audio[0, 0, w.crop(hop)])
+                padded = z[:, :, window.pad_start : window.pad_stop]
+                audio = self.decoder.run(None, {"z": padded, "g": g})[0]
+                yield np.ascontiguousarray(audio[0, 0, window.crop(hop)])
         finally:
             release_free_memory()

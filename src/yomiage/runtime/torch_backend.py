@@ -30,13 +30,13 @@ from yomiage.runtime.chunking import (
     receptive_field_frames,
     windows,
 )
-from yomiage.runtime.types import EncodedSentence, VoiceInfo, VoiceTable, check_speaker
+from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 
 
 class TorchBackend:
-    """Voices sharing one BERT on ``device`` ("cpu" or "cuda")."""
+    """One BERT shared by the voices it loads, on ``device`` ("cpu" or "cuda")."""
 
     def __init__(
         self,
@@ -52,42 +52,21 @@ class TorchBackend:
         if threads is not None:
             torch.set_num_threads(threads)
         self.device = torch.device(device)
-        # Decoder windows: small on CPU for early audio; on a GPU one window
-        # covers most sentences (memory stays bounded on longer ones).
-        on_gpu = self.device.type == "cuda"
-        self.window_frames = 4096 if on_gpu else DEFAULT_WINDOW_FRAMES
-        self.first_window = 4096 if on_gpu else DEFAULT_FIRST_WINDOW_FRAMES
         self.bert = TorchBert(bert_dir, tokenizer_dir, device=self.device)
-        self._voices: VoiceTable[TorchVoice] = VoiceTable()
 
-    def add_voice(self, name: str, folder: Path | str) -> TorchVoice:
-        voice = load_voice(folder, self.device)
-        if voice.bert_dim != self.bert.hidden_size:
+    def load_voice(self, folder: Path | str) -> PyTorchVoice:
+        """An SBV2 JP-Extra folder (``config.json``, ``*.safetensors``, ``style_vectors.npy``)."""
+        loaded = load_voice(folder, self.device)
+        if loaded.bert_dim != self.bert.hidden_size:
             raise ModelLoadError(
-                f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "
+                f"{folder}: the voice expects BERT features of width {loaded.bert_dim}, "
                 f"but the loaded BERT gives {self.bert.hidden_size}"
             )
-        return self._voices.add(name, voice)
+        return PyTorchVoice(loaded, self.device)
 
     def compile(self) -> None:
         """``torch.compile`` the BERT (worth it on CUDA; the first call then compiles)."""
         self.bert.compile()
-
-    def voice(self, name: str) -> TorchVoice:
-        return self._voices.get(name)
-
-    def voice_names(self) -> tuple[str, ...]:
-        return self._voices.names()
-
-    def voice_info(self, voice: str) -> VoiceInfo:
-        c = self.voice(voice).config
-        return VoiceInfo(c.sampling_rate, tuple(c.style2id), dict(c.spk2id), c.add_blank)
-
-    def sample_rate(self, voice: str) -> int:
-        return self.voice(voice).config.sampling_rate
-
-    def hop_length(self, voice: str) -> int:
-        return self.voice(voice).config.hop_length
 
     def new_rng(self, seed: int | None) -> torch.Generator:
         rng = torch.Generator(device=self.device)
@@ -101,26 +80,39 @@ class TorchBackend:
         """``[n_tok, C]`` features of each sentence, from one batched BERT call, on the device."""
         return self.bert.features([p.bert_text for p in sentences])
 
+
+class PyTorchVoice:
+    """Our JP-Extra model of one SBV2 folder. Everything runs in float32: the SDP's
+    spline and the flow break in half precision (spec §11)."""
+
+    def __init__(self, loaded: TorchVoice, device: torch.device) -> None:
+        c = loaded.config
+        self.loaded = loaded
+        self.device = device
+        self.info = VoiceInfo(
+            sample_rate=c.sampling_rate,
+            hop_length=c.hop_length,
+            styles=tuple(c.style2id),
+            speakers=dict(c.spk2id),
+            n_speakers=c.n_speakers,
+            add_blank=c.add_blank,
+        )
+        # Decoder windows: small on CPU for early audio; on a GPU one window
+        # covers most sentences (memory stays bounded on longer ones).
+        on_gpu = device.type == "cuda"
+        self.window_frames = 4096 if on_gpu else DEFAULT_WINDOW_FRAMES
+        self.first_window = 4096 if on_gpu else DEFAULT_FIRST_WINDOW_FRAMES
+        self.context = receptive_field_frames(c.model)
+
     def encode(
         self,
-        voice: str,
-        sentences: Sequence[Phonemes],
-        options: SynthesisOptions,
-        rng: Any,
-    ) -> list[EncodedSentence]:
-        return self.encode_features(voice, sentences, self.bert_features(sentences), options, rng)
-
-    def encode_features(
-        self,
-        voice: str,
         sentences: Sequence[Phonemes],
         features: Sequence[torch.Tensor],
         options: SynthesisOptions,
         rng: Any,
     ) -> list[EncodedSentence]:
-        """:meth:`encode` with BERT features already computed (timed apart in benchmarks)."""
-        v = self.voice(voice)
-        check_speaker(options, v.config.n_speakers, v.config.spk2id)
+        self.info.check_speaker(options)
+        v = self.loaded
         style = torch.from_numpy(v.styles.vector(options.style, options.style_weight))
         style = style[None].to(self.device)
         sid = torch.tensor([options.speaker_id], device=self.device)
@@ -151,34 +143,31 @@ class TorchBackend:
                 out.append(EncodedSentence(phonemes, inputs, durations, encoded))
         return out
 
-    def predict_durations(
-        self,
-        voice: str,
-        phonemes: Phonemes,
-        features: torch.Tensor,
-        options: SynthesisOptions,
-        rng: Any,
-    ) -> npt.NDArray[np.int64]:
+    def durations(
+        self, phonemes: Phonemes, features: torch.Tensor, options: SynthesisOptions, rng: Any
+    ) -> Durations:
         """Token durations without audio (the encoder alone; for pauses)."""
-        return self.encode_features(voice, [phonemes], [features], options, rng)[0].durations
+        [encoded] = self.encode([phonemes], [features], options, rng)
+        return Durations(encoded.inputs, encoded.durations)
 
     def decode(
-        self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
     ) -> npt.NDArray[np.float32]:
-        v = self.voice(voice)
+        """The whole sentence in one call, as SBV2 decodes it (the conformance reference)."""
         with torch.inference_mode():
-            decoded = v.model.decode(encoded.state, noise_scale=options.noise, generator=rng)
+            decoded = self.loaded.model.decode(
+                encoded.state, noise_scale=options.noise, generator=rng
+            )
             audio: npt.NDArray[np.float32] = decoded.audio[0, 0].to("cpu").numpy()
         return audio
 
     def decode_windows(
-        self, voice: str, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
     ) -> Iterator[npt.NDArray[np.float32]]:
         """The sentence's audio window by window, the flow in spans a window ahead
         (:mod:`yomiage.runtime.chunking`), so memory stays bounded on any sentence.
         Windows are large on a GPU, where the decoder is not the bottleneck."""
-        v = self.voice(voice)
-        model, hop = v.model, v.config.hop_length
+        model, hop = self.loaded.model, self.info.hop_length
         spans = flow_spans(
             encoded.durations,
             clause_ends(encoded.inputs.phone_ids),
@@ -191,7 +180,7 @@ class TorchBackend:
             z = torch.empty_like(z_p)
             pending = iter(spans)
             flowed = 0
-            for w in windows(z.shape[2], self.window_frames, self._context(v), self.first_window):
+            for w in windows(z.shape[2], self.window_frames, self.context, self.first_window):
                 while flowed < w.pad_stop:
                     start, stop = next(pending)
                     z[:, :, start:stop] = model.flow_reverse(z_p[:, :, start:stop], g)
@@ -199,6 +188,3 @@ class TorchBackend:
                 audio = model.dec(z[:, :, w.pad_start : w.pad_stop], g)[0, 0]
                 piece: npt.NDArray[np.float32] = audio[w.crop(hop)].to("cpu").numpy()
                 yield piece
-
-    def _context(self, voice: TorchVoice) -> int:
-        return receptive_field_frames(voice.config.model)

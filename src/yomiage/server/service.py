@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
@@ -98,8 +98,7 @@ class LocalChunkSource:
             if self._closed:
                 return None
             if self._chunks is None:
-                fields = asdict(self._options)
-                self._chunks = self._speaker.stream(self._text, cancel=self._cancel, **fields)
+                self._chunks = self._speaker.stream(self._text, self._options, cancel=self._cancel)
             return next(self._chunks, None)
 
     def cancel(self) -> None:
