@@ -209,3 +209,5 @@ def test_a_sentence_whose_reading_is_too_long_is_cut_further(tts: TTS) -> None:
     assert [p.clause for p in pieces] == [True] * (len(pieces) - 2) + [False, False]
     whole = read_sentences(frontend, "今日はいい天気ですね、" * 18)[0].phonemes
     assert whole.bert_text.count("天気") == 18
+    # Text the splitter cannot cut (long vowel marks only) is read as it is, once.
+    assert len(read_sentences(frontend, "ー" * 345)) == 1

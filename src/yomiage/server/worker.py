@@ -81,6 +81,7 @@ class _Generation:
     process: Any  # multiprocessing's SpawnProcess
     calls: dict[int, _Call] = field(default_factory=dict)
     alive: bool = True
+    reader: threading.Thread | None = None
 
 
 def describe_exit(code: int | None) -> str:
@@ -171,18 +172,26 @@ class WorkerService:
         return removed
 
     def close(self) -> None:
-        """Stop the child (it exits when its pipe closes) and start no other."""
+        """Stop the child and start no other; calls still waiting fail with WorkerCrashed.
+
+        The child is asked to exit (its work in flight is dropped) and killed if it
+        does not within 10 s; the pipe is closed only once the reader is done with it.
+        """
         with self._lock:
             self._closing = True
             generation = self._generation
         self._ready.clear()
-        if generation is not None:
-            with contextlib.suppress(OSError):
-                generation.conn.close()
-            generation.process.join(timeout=10)
-            if generation.process.is_alive():
-                generation.process.kill()
-                generation.process.join(timeout=5)
+        if generation is None:
+            return
+        self._notify(generation, "stop")
+        generation.process.join(timeout=10)
+        if generation.process.is_alive():
+            generation.process.kill()
+            generation.process.join(timeout=5)
+        if generation.reader is not None:
+            generation.reader.join(timeout=10)
+        with contextlib.suppress(OSError):
+            generation.conn.close()
 
     # -- calls ------------------------------------------------------------------
     def _current(self) -> _Generation:
@@ -259,11 +268,12 @@ class WorkerService:
                 raise payload
             raise WorkerStartError(f"the synthesis worker could not start: {payload}")
         generation = _Generation(number, parent, process)
+        generation.reader = threading.Thread(
+            target=self._read, args=(generation,), name="yomiage-worker-reader", daemon=True
+        )
         with self._lock:
             self._generation = generation
-        threading.Thread(
-            target=self._read, args=(generation,), name="yomiage-worker-reader", daemon=True
-        ).start()
+        generation.reader.start()
         self.failure = None
         self._ready.set()
         voices: Mapping[str, VoiceCard] = payload
@@ -271,15 +281,21 @@ class WorkerService:
 
     def _read(self, generation: _Generation) -> None:
         """Route the child's answers to their callers until it dies, then restart it."""
-        while True:
-            try:
+        try:
+            while True:
                 call_id, ok, value = generation.conn.recv()
-            except (EOFError, OSError, pickle.UnpicklingError):
-                break
-            with self._lock:
-                call = generation.calls.pop(call_id, None)
-            if call is not None:
-                call.finish(ok, value)
+                with self._lock:
+                    call = generation.calls.pop(call_id, None)
+                if call is not None:
+                    call.finish(ok, value)
+        except Exception as exc:  # EOF when the child is gone; anything else breaks the pipe too
+            if not isinstance(exc, EOFError | OSError):
+                log.error("the pipe to the synthesis worker broke: %s", exc)
+        finally:
+            self._lost(generation)
+
+    def _lost(self, generation: _Generation) -> None:
+        """The child is gone: fail what waited on it and, unless closing, start another."""
         self._ready.clear()
         generation.process.join(timeout=5)
         with self._lock:
@@ -447,19 +463,24 @@ def _serve(conn: Connection, service: SpeechService) -> None:
         else:
             reply(call_id, True, value)
 
-    with ThreadPoolExecutor(_CHILD_THREADS, thread_name_prefix="yomiage-worker") as pool:
-        while True:
-            try:
-                call_id, op, args = conn.recv()
-            except (EOFError, OSError):
-                break
-            if op == "cancel":  # at once: not behind the step it should stop
-                with lock:
-                    source = streams.get(args[0])
-                if source is not None:
-                    source.cancel()
-                continue
-            pool.submit(handle, call_id, op, args)
-        with lock:
-            for source in streams.values():
+    pool = ThreadPoolExecutor(_CHILD_THREADS, thread_name_prefix="yomiage-worker")
+    while True:
+        try:
+            call_id, op, args = conn.recv()
+        except (EOFError, OSError):
+            break
+        if op == "stop":
+            break
+        if op == "cancel":  # at once: not behind the step it should stop
+            with lock:
+                source = streams.get(args[0])
+            if source is not None:
                 source.cancel()
+            continue
+        pool.submit(handle, call_id, op, args)
+    # The parent is gone or closing: nobody waits for what is in flight, and the
+    # caller exits the process at once (os._exit), so nothing is joined here.
+    with lock:
+        for source in streams.values():
+            source.cancel()
+    pool.shutdown(wait=False, cancel_futures=True)

@@ -83,6 +83,8 @@ def _read(frontend: Frontend, part: str, clause: bool) -> list[Sentence]:
     if len(phonemes.bert_text) <= MAX_READING_CHARS or len(part) < 2:
         return [Sentence(part, phonemes, clause)]
     halves = [h for h in frontend.split_sentences(part, (len(part) + 1) // 2) if h]
+    if len(halves) < 2:  # nothing to cut at (symbols the splitter keeps together)
+        return [Sentence(part, phonemes, clause)]
     out: list[Sentence] = []
     for i, half in enumerate(halves):
         # Inside a sentence: the next half follows without a sentence pause.
