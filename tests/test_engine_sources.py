@@ -66,3 +66,21 @@ def test_hub_source_takes_the_bert_of_its_repo(hub: HubState, tmp_path: Path) ->
     # The BERT came from someone/voices, not from the catalog's repository.
     assert (tmp_path / "cache" / "hub" / "someone--voices" / "main" / "onnx" / "bert").is_dir()
     assert not (tmp_path / "cache" / "hub" / "lemondouble--hayakoe").exists()
+
+
+def test_local_voice_without_a_bert_suggests_bert(
+    tiny_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A local voice folder without --bert failed on the hub BERT with a network error."""
+    import shutil
+
+    from yomiage import TTS
+    from yomiage.errors import ModelLoadError
+
+    voice = tmp_path / "voice"
+    shutil.copytree(tiny_bundle, voice, ignore=shutil.ignore_patterns("bert"))
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    engine = TTS(cache_dir=tmp_path / "cache").load("v", source=voice)
+    with pytest.raises(ModelLoadError, match="--bert PATH"):
+        engine.prepare()

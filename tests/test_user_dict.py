@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -165,23 +164,31 @@ def test_cli_dict_add_rejects_long_reading(tmp_path: Path) -> None:
     assert not path.exists()
 
 
-def test_failed_save_changes_nothing_and_leaves_no_temp_file(tmp_path: Path) -> None:
-    folder = tmp_path / "ro"
+def test_failed_save_changes_nothing_and_leaves_no_temp_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed save kept the word in memory and left a .user_dict.* file behind."""
+    import errno
+
+    from yomiage import atomic
+
+    folder = tmp_path / "words"
     folder.mkdir()
     path = folder / "d.json"
     frontend = Frontend(path)
     frontend.add_word("鬼滅", "キメツ")
-    folder.chmod(0o500)
-    try:
-        if os.access(folder, os.W_OK):
-            pytest.skip("running as a user who can write a read-only folder")
-        with pytest.raises(UserDictionaryError, match="cannot save"):
-            frontend.add_word("担々麺", "タンタンメン", accent=3)
-    finally:
-        folder.chmod(0o700)
+
+    def disk_full(src: str, dst: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(atomic.os, "replace", disk_full)
+    with pytest.raises(UserDictionaryError, match="No space left"):
+        frontend.add_word("担々麺", "タンタンメン", accent=3)
+    monkeypatch.undo()
     assert [w.surface for w in frontend.words] == ["鬼滅"]
     assert frontend.g2p("担々麺").readings != ("タンタンメン",)
-    assert sorted(p.name for p in folder.iterdir()) == ["d.json"]
+    assert sorted(p.name for p in folder.iterdir() if not p.name.endswith(".lock")) == ["d.json"]
+    assert [w.surface for w in UserDictionary(path).words] == ["鬼滅"]
 
 
 def test_compiled_dictionaries_leave_no_files(tmp_path: Path) -> None:
@@ -192,3 +199,43 @@ def test_compiled_dictionaries_leave_no_files(tmp_path: Path) -> None:
         frontend.add_word(surface, "タンタンメン", accent=i)
     assert set(Path(tempfile.gettempdir()).glob("yomiage-userdic-*")) == before
     assert frontend.g2p("柚子胡椒").readings == ("タンタンメン",)
+
+
+def test_library_dictionary_is_in_memory_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """TTS() and Frontend() wrote the per-user file: two engines overwrote each other."""
+    path = tmp_path / "per-user.json"
+    monkeypatch.setenv("YOMIAGE_USER_DICT", str(path))
+    frontend = Frontend()
+    frontend.add_word("鬼滅", "キメツ")
+    assert frontend.g2p("鬼滅").readings == ("キメツ",)
+    assert not path.exists()
+    assert Frontend().words == ()
+
+
+def test_two_dictionaries_on_one_file_keep_each_others_words(tmp_path: Path) -> None:
+    path = tmp_path / "shared.json"
+    first, second = UserDictionary(path), UserDictionary(path)
+    first.add("鬼滅", "キメツ")
+    second.add("担々麺", "タンタンメン")  # second had not seen 鬼滅: it is kept anyway
+    assert {w.surface for w in second.words} == {"鬼滅", "担々麺"}
+    first.remove("担々麺")
+    assert [w.surface for w in UserDictionary(path).words] == ["鬼滅"]
+
+
+_ADDER = """
+import sys
+from yomiage.text import UserDictionary
+d = UserDictionary(sys.argv[1])
+for i in range(15):
+    d.add(f"{sys.argv[2]}{chr(0x4E00 + i)}", "アイ")
+"""
+
+
+def test_processes_adding_at_once_lose_no_word(tmp_path: Path) -> None:
+    path = tmp_path / "shared.json"
+    runs = [subprocess.Popen([sys.executable, "-c", _ADDER, str(path), prefix])
+            for prefix in ("甲", "乙", "丙")]  # fmt: skip
+    assert [r.wait(timeout=120) for r in runs] == [0, 0, 0]
+    assert len(UserDictionary(path).words) == 45

@@ -11,28 +11,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
-from functools import partial
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 
-from yomiage.errors import ModelLoadError, NotPreparedError, SourceNotFoundError
+from yomiage.artifacts import Artifacts
+from yomiage.errors import ModelLoadError, NotPreparedError
 from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
-from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.voice import SynthesisBackend
-from yomiage.sources import (
-    BERT,
-    Cache,
-    HubSource,
-    download,
-    lookup,
-    names,
-    parse,
-    resolve,
-    resolve_name,
-)
-from yomiage.sources.catalog import Format
+from yomiage.sources import lookup
 from yomiage.speaker import Speaker
 from yomiage.synthesis.gate import ComputeGate
 from yomiage.synthesis.pipeline import Pipeline
@@ -44,25 +31,6 @@ log = logging.getLogger(__name__)
 BACKENDS = ("auto", "onnx", "torch")
 BERT_PRECISIONS = ("q8", "q4", "fp32")
 WARMUP_TEXT = "こんにちは。"
-
-
-def _bert_beside(voice: Path) -> tuple[Path, Path | None] | None:
-    """The BERT that ships with a voice: ``bert/`` in a yomiage bundle (where
-    ``yomiage convert`` puts it), or HayaKoe's ``onnx/bert/q8`` with
-    ``bert/tokenizer`` when the voice is ``onnx/speakers/<name>``."""
-    if (voice / "bert" / "bert.json").is_file():
-        return voice / "bert", None
-    root = voice.parent.parent.parent
-    if voice.parent.name == "speakers" and (root / "onnx" / "bert" / "q8").is_dir():
-        tokenizer = root / "bert" / "tokenizer"
-        return root / "onnx" / "bert" / "q8", tokenizer if tokenizer.is_dir() else None
-    return None
-
-
-def _is_raw_bert(folder: Path) -> bool:
-    """A DeBERTa folder as published (weights, no ONNX graph)."""
-    has_weights = any(folder.glob("*.safetensors")) or (folder / "pytorch_model.bin").is_file()
-    return (folder / "config.json").is_file() and has_weights and not any(folder.glob("*.onnx"))
 
 
 def _check_device(device: str) -> str:
@@ -92,6 +60,10 @@ class TTS:
     error against float32 is recorded in the bundle's ``voice.json``).
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
+    ``user_dictionary``: the engine's words (:meth:`add_word`) live in memory
+    unless it names a JSON file (or a :class:`UserDictionary`) to keep them in;
+    ``yomiage.text.default_user_dictionary_path()`` is the per-user file the
+    command line and ``yomiage serve`` use.
     """
 
     def __init__(
@@ -134,8 +106,14 @@ class TTS:
         self.threads = threads
         self.cache_dir = Path(cache_dir) if cache_dir is not None else None
         self.offline = offline
-        self._token = token
-        self._bert_source = bert_source
+        self._artifacts = Artifacts(
+            backend=backend,
+            cache_dir=self.cache_dir,
+            offline=offline,
+            token=token,
+            bert_source=bert_source,
+            bert_precision=bert_precision,
+        )
         self._user_dictionary = user_dictionary
         self._declared: dict[str, str | Path] = {}
         self._speakers: dict[str, Speaker] = {}
@@ -165,7 +143,7 @@ class TTS:
             self._check_open()
             # Check every folder before loading anything (BERT loading takes seconds).
             folders = {
-                name: self._voice_folder(name, source)
+                name: self._artifacts.voice_folder(name, source)
                 for name, source in self._declared.items()
                 if name not in self._speakers
             }
@@ -190,17 +168,7 @@ class TTS:
         with self._lock:
             self._check_open()
             sources = [str(s) for s in self._declared.values()]
-        fetch = partial(download, format=self._format, cache_dir=self.cache_dir, token=self._token)
-        fetched = fetch(sources)
-        if self._bert_source is not None:
-            return fetched + fetch([str(self._bert_source)])
-        if self.backend_name == "onnx":
-            if any(_bert_beside(f) for f in fetched):
-                return fetched
-            pair = self._bert_in_same_repo()
-            if pair is not None:
-                return fetched + [p for p in pair if p is not None]
-        return fetched + fetch([], bert=True)
+        return self._artifacts.pre_download(sources)
 
     @property
     def speakers(self) -> Mapping[str, Speaker]:
@@ -279,73 +247,8 @@ class TTS:
             self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits)
         return self._pipeline
 
-    @property
-    def _format(self) -> Format:
-        """What a catalog name means here: the ONNX export on CPU, the SBV2 folder for torch."""
-        return "onnx" if self.backend_name == "onnx" else "sbv2"
-
-    def _resolve(self, source: str | Path) -> Path:
-        return resolve_name(
-            source,
-            format=self._format,
-            cache_dir=self.cache_dir,
-            offline=self.offline,
-            token=self._token,
-        )
-
-    def _voice_folder(self, name: str, source: str | Path) -> Path:
-        folder = self._resolve(source)
-        layout = self._layout(name, folder)
-        if self.backend_name == "onnx" and layout is VoiceLayout.SBV2:
-            from yomiage.autoconvert import converted_voice
-
-            folder = converted_voice(folder, Cache.at(self.cache_dir))
-        return folder
-
-    def _bert_dirs(self, voices: list[Path]) -> tuple[Path, Path | None]:
-        """The BERT folder and, when apart from it, its tokenizer folder."""
-        if self._bert_source is not None:
-            folder = self._resolve(self._bert_source)
-            if self._bert_source == BERT.name and self.backend_name == "onnx":
-                return folder, self._fetch(BERT.tokenizer_source)
-        else:
-            if self.backend_name == "onnx":
-                beside = next((b for b in map(_bert_beside, voices) if b is not None), None)
-                beside = beside or self._bert_in_same_repo()
-                if beside is not None:
-                    return beside
-            folder = self._resolve(BERT.name)
-            if self.backend_name == "onnx":
-                return folder, self._fetch(BERT.tokenizer_source)
-        if self.backend_name == "onnx" and _is_raw_bert(folder):
-            from yomiage.autoconvert import converted_bert
-
-            quantize = "none" if self.bert_precision == "fp32" else self.bert_precision
-            return converted_bert(folder, Cache.at(self.cache_dir), quantize), None
-        return folder, None
-
-    def _fetch(self, source: str | HubSource) -> Path:
-        """A source's folder (no catalog lookup), through this engine's cache settings."""
-        return resolve(
-            str(source), cache_dir=self.cache_dir, offline=self.offline, token=self._token
-        )
-
-    def _bert_in_same_repo(self) -> tuple[Path, Path | None] | None:
-        """HayaKoe's BERT from the hub repository a HayaKoe-layout voice came from."""
-        for source in self._declared.values():
-            src = parse(source) if isinstance(source, str) and source not in names() else None
-            if not isinstance(src, HubSource) or not src.subfolder.startswith("onnx/speakers/"):
-                continue
-            siblings = [replace(src, subfolder=sub) for sub in ("onnx/bert/q8", "bert/tokenizer")]
-            try:
-                bert, tokenizer = (self._fetch(s) for s in siblings)
-            except SourceNotFoundError:
-                continue
-            return bert, tokenizer
-        return None
-
     def _make_backend(self, voices: list[Path]) -> SynthesisBackend:
-        bert_dir, tokenizer_dir = self._bert_dirs(voices)
+        bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, self._declared.values())
         if self.backend_name == "onnx":
             from yomiage.runtime.onnx_backend import OnnxBackend
 
@@ -355,7 +258,7 @@ class TTS:
                 threads=self.threads,
                 tokenizer_dir=tokenizer_dir,
                 decoder_precision=self.decoder_precision,
-                verified_dir=Cache.at(self.cache_dir).root / "verified",
+                verified_dir=self._artifacts.cache.root / "verified",
             )
         try:
             from yomiage.runtime.torch_backend import TorchBackend
@@ -364,21 +267,6 @@ class TTS:
                 f"the PyTorch backend needs torch: pip install 'yomiage[torch]' ({exc})"
             ) from exc
         return TorchBackend(bert_dir, device=self.device, threads=self.threads)
-
-    def _layout(self, name: str, folder: Path) -> VoiceLayout:
-        """The folder's kind; ModelLoadError if it is none, or not one this backend runs."""
-        layout = detect_layout(folder)
-        if layout is None:
-            raise ModelLoadError(
-                f"voice {name!r}: {folder} is not a voice (no voice.json, or config.json with "
-                "synthesizer.onnx or a .safetensors file)"
-            )
-        if self.backend_name == "torch" and layout is not VoiceLayout.SBV2:
-            raise ModelLoadError(
-                f"voice {name!r}: {folder} is a {layout.value}; the PyTorch backend needs the "
-                "SBV2 folder (config.json + .safetensors)"
-            )
-        return layout
 
     def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
         return Speaker(name, pipeline.backend.load_voice(folder), pipeline)

@@ -8,8 +8,6 @@ SBV2 writes, spec §7.2).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.atomic import write_atomic
 from yomiage.audio.formats import OPUS_RATES, encode, format_for, wav_header
 from yomiage.audio.resample import resample
 from yomiage.audio.timings import Timings
@@ -122,13 +121,6 @@ class Audio:
         """Write atomically (a temporary file renamed into place); format from the suffix."""
         path = Path(path)
         data = self.to_bytes(format_for(path, fmt), normalize=normalize)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent or ".")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-            os.chmod(tmp, 0o644)  # mkstemp makes it private
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return path
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"the folder {path.parent} does not exist (for {path.name})")
+        return write_atomic(path, data)

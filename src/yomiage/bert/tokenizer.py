@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import numpy.typing as npt
 from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors
 from tokenizers.models import WordLevel
 
+from yomiage.atomic import write_atomic
 from yomiage.errors import ModelLoadError
 
 __all__ = ["SPECIAL_TOKENS", "CharTokenizer"]
@@ -189,17 +189,7 @@ class CharTokenizer:
         target = Path(path)
         if target.is_dir():
             target = target / TOKENIZER_JSON
-        data = self._tokenizer.to_str()
-        fd, tmp = tempfile.mkstemp(prefix=".tokenizer-", suffix=".json", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from other users
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        return write_atomic(target, self._tokenizer.to_str())
 
     # ----------------------------------------------------------------- encoding
 

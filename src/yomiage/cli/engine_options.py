@@ -67,7 +67,11 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None
     engine.add_argument(
         "--offline", action="store_true", help="never touch the network (use the cache only)"
     )
-    engine.add_argument("--user-dict", metavar="PATH", help="user dictionary JSON")
+    engine.add_argument(
+        "--user-dict",
+        metavar="PATH",
+        help="user dictionary JSON (default: the per-user one of `yomiage dict`)",
+    )
 
 
 def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
@@ -158,6 +162,7 @@ def model_name(source: str) -> str:
 def make_tts(args: argparse.Namespace, *, limits: Limits | None = None) -> TTS:
     """An engine with the voices of the flags declared (not prepared yet)."""
     from yomiage.engine import TTS
+    from yomiage.text.frontend import default_user_dictionary_path
 
     tts = TTS(
         args.device,
@@ -166,7 +171,7 @@ def make_tts(args: argparse.Namespace, *, limits: Limits | None = None) -> TTS:
         bert_source=args.bert,
         threads=args.threads,
         bert_precision=QUANTIZE[args.quantize],
-        user_dictionary=args.user_dict,
+        user_dictionary=args.user_dict or default_user_dictionary_path(),
         offline=True if args.offline else None,
         decoder_precision=args.decoder,
     )

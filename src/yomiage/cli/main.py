@@ -37,9 +37,9 @@ def _texts(args: list[str]) -> Iterator[str]:
 
 
 def _cmd_g2p(args: argparse.Namespace) -> int:
-    from yomiage.text import Frontend
+    from yomiage.text import Frontend, default_user_dictionary_path
 
-    frontend = Frontend(args.user_dict)
+    frontend = Frontend(args.user_dict or default_user_dictionary_path())
     status = 0
     for text in _texts(args.text):
         try:

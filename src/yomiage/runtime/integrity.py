@@ -14,11 +14,10 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from yomiage.atomic import write_atomic
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import sha256_file
 
@@ -46,14 +45,7 @@ def _read_memo(path: Path) -> dict[str, list[object]]:
 def _write_memo(path: Path, files: Mapping[str, list[object]]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump({"format": _MEMO_FORMAT, "files": files}, f)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_atomic(path, json.dumps({"format": _MEMO_FORMAT, "files": files}))
     except OSError as exc:  # a read-only cache: the next load hashes again
         log.debug("cannot remember verified files in %s: %s", path.parent, exc)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
+
+from yomiage.atomic import write_atomic
 
 FORMAT = 1
 CHUNK = 1 << 20
@@ -83,15 +83,7 @@ def read_manifest(path: Path) -> Manifest | None:
 def write_manifest(path: Path, manifest: Manifest) -> None:
     """Write ``manifest`` atomically (temporary file + rename); raises OSError."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(manifest.to_json())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, manifest.to_json())
 
 
 def sha256_of(path: Path) -> str:

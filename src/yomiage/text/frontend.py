@@ -52,7 +52,8 @@ class Frontend:
     """Normalization, sentence splitting and g2p. Safe to share between threads.
 
     ``user_dictionary``: a :class:`UserDictionary`, a path to its JSON file, or
-    ``None`` for the default persisted one (:func:`default_user_dictionary_path`).
+    ``None`` for one in memory only (the per-user file the command line uses is
+    :func:`default_user_dictionary_path`; pass it to share those words).
     A word is compiled and checked before it is saved, so a word that MeCab
     rejects never reaches the file; words of an older file that it rejects
     are skipped with a warning (:attr:`rejected_words`), never fatal.
@@ -66,21 +67,20 @@ class Frontend:
         max_sentence_length: int = DEFAULT_MAX_LENGTH,
     ) -> None:
         if not isinstance(user_dictionary, UserDictionary):
-            user_dictionary = UserDictionary(user_dictionary or default_user_dictionary_path())
+            user_dictionary = UserDictionary(user_dictionary)
         self.user_dictionary = user_dictionary
         self.max_sentence_length = max_sentence_length
         self.rejected_words: tuple[UserWord, ...] = ()
         self._dictionary_dir = dictionary_dir or bundled_dictionary_dir()
         self._rebuild_lock = threading.Lock()
-        self._analysers = self._build(user_dictionary.words, strict=False)
+        self._analysers = self._build(user_dictionary.words)
 
-    def _build(self, words: Sequence[UserWord], *, strict: bool) -> _Analysers:
-        """Fresh analysers over ``words``. ``strict``: UserDictionaryError if MeCab
-        rejects them; else the words it rejects are left out (with a warning)."""
-        openjtalk = self._openjtalk(words, strict=strict)
+    def _build(self, words: Sequence[UserWord]) -> _Analysers:
+        """Fresh analysers over ``words``; words MeCab rejects are left out (with a warning)."""
+        openjtalk = self._openjtalk(words)
         return _Analysers(openjtalk, EnglishReader(openjtalk), frozenset(w.surface for w in words))
 
-    def _openjtalk(self, words: Sequence[UserWord], *, strict: bool) -> OpenJTalk:
+    def _openjtalk(self, words: Sequence[UserWord]) -> OpenJTalk:
         if not words:
             return OpenJTalk(self._dictionary_dir)
         # MeCab reads the compiled dictionary into memory when OpenJTalk opens
@@ -90,11 +90,6 @@ class Frontend:
         try:
             compiled = self._compile(words, workdir)
             if compiled is None:
-                if strict:
-                    raise UserDictionaryError(
-                        "MeCab rejected the user dictionary with "
-                        + ", ".join(repr(w.surface) for w in words[-1:])
-                    )
                 rejected = self._rejected(words, workdir)
                 for word in rejected:
                     log.warning("MeCab rejects user word %r; it is not used", word.surface)
@@ -134,17 +129,25 @@ class Frontend:
         """Add a word; it applies to the next call. Nothing changes if it is rejected."""
         word = UserWord.create(surface, reading, accent, priority, word_type)
         with self._rebuild_lock:
-            words = [*self.user_dictionary.without(word.surface), word]
-            analysers = self._build(words, strict=True)
-            self.user_dictionary.replace(words)
-            self._analysers = analysers
+            self._check(word)
+            self.user_dictionary.add_word(word)
+            self._analysers = self._build(self.user_dictionary.words)
         return word
+
+    def _check(self, word: UserWord) -> None:
+        """UserDictionaryError if MeCab rejects ``word`` (before anything is saved)."""
+        workdir = Path(tempfile.mkdtemp(prefix="yomiage-userdic-"))
+        try:
+            if self._compile([word], workdir) is None:
+                raise UserDictionaryError(f"MeCab rejected the user word {word.surface!r}")
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         """Remove a word (or an entry of the file that was skipped)."""
         with self._rebuild_lock:
             removed = self.user_dictionary.remove(surface)
-            self._analysers = self._build(self.user_dictionary.words, strict=False)
+            self._analysers = self._build(self.user_dictionary.words)
         return removed
 
     @property

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import tempfile
 import threading
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+from filelock import Timeout as FileLockTimeout
+
+from yomiage.atomic import write_atomic
 from yomiage.errors import (
     DictionaryStorageError,
     TextError,
@@ -35,6 +37,7 @@ MAX_SURFACE_LENGTH = 64
 # garbled text and longer ones crash the process, at every start that loads the
 # dictionary. No real word comes near this limit.
 MAX_READING_LENGTH = 100
+LOCK_SECONDS = 10.0  # the longest wait for another process changing the same file
 
 # word_type -> MeCab part-of-speech fields of naist-jdic.
 WORD_TYPES: dict[str, tuple[str, str, str, str]] = {
@@ -147,37 +150,50 @@ class SkippedEntry:
         return value if isinstance(value, str) else ""
 
 
-class UserDictionary:
-    """Words added by the user, persisted at ``path`` (``None``: kept in memory only).
+@dataclass(frozen=True)
+class _Contents:
+    words: dict[str, UserWord]
+    skipped: tuple[SkippedEntry, ...]
 
-    Thread-safe. Changes are saved at once, atomically; a change that cannot be
-    saved is not made. A file that cannot be read, or entries in it that are
-    not valid, never stop the dictionary from opening: bad entries are
-    skipped (:attr:`skipped`, and a warning) but kept in the file, and an
-    unreadable file (:attr:`problem`) is left alone: changes are refused
-    until it is fixed or moved.
+
+class UserDictionary:
+    """Words added by the user: kept in memory only (``path=None``, the default of the
+    library), or in a JSON file that several engines and processes may share.
+
+    Thread-safe. A change is applied to the file as it is on disk at that
+    moment (under a file lock), so two processes adding words keep both; it is
+    saved atomically before it is used, and a change that cannot be saved is
+    not made. A file that cannot be read, or entries in it that are not valid,
+    never stop the dictionary from opening: bad entries are skipped
+    (:attr:`skipped`, and a warning) but kept in the file, and an unreadable
+    file (:attr:`problem`) is left alone: changes are refused until it is
+    fixed or moved.
     """
 
     def __init__(self, path: Path | str | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self._lock = threading.RLock()
-        self._words: dict[str, UserWord] = {}
-        self._skipped: tuple[SkippedEntry, ...] = ()
         self.problem: str | None = None
+        self._contents = _Contents({}, ())
         if self.path is not None and self.path.exists():
-            self._load(self.path)
+            self._contents = self._read(self.path, warn=True)
 
-    def _load(self, path: Path) -> None:
+    def _read(self, path: Path, *, warn: bool) -> _Contents:
+        """The file's words (``problem`` set, and nothing, when it cannot be read)."""
         try:
             data = json.loads(path.read_text("utf-8"))
             entries = data["words"]
             if not isinstance(entries, list):
                 raise TypeError("'words' is not a list")
+        except FileNotFoundError:
+            return _Contents({}, ())
         except (OSError, ValueError, KeyError, TypeError) as exc:
             self.problem = f"cannot read the user dictionary {path}: {exc}"
             log.warning("%s; starting without its words, and the file is left as it is",
                         self.problem)  # fmt: skip
-            return
+            return _Contents({}, ())
+        self.problem = None
+        words: dict[str, UserWord] = {}
         skipped = []
         for entry in entries:
             try:
@@ -186,26 +202,27 @@ class UserDictionary:
                 word = UserWord.create(**entry)
             except (UserDictionaryError, TypeError) as exc:
                 skipped.append(SkippedEntry(entry, str(exc)))
-                log.warning("skipping user dictionary entry %s of %s: %s",
-                            _describe(entry), path, exc)  # fmt: skip
+                if warn:
+                    log.warning("skipping user dictionary entry %s of %s: %s",
+                                _describe(entry), path, exc)  # fmt: skip
                 continue
-            self._words[word.surface] = word
-        self._skipped = tuple(skipped)
+            words[word.surface] = word
+        return _Contents(words, tuple(skipped))
 
     @property
     def words(self) -> tuple[UserWord, ...]:
         with self._lock:
-            return tuple(sorted(self._words.values(), key=lambda w: w.surface))
+            return tuple(sorted(self._contents.words.values(), key=lambda w: w.surface))
 
     @property
     def skipped(self) -> tuple[SkippedEntry, ...]:
         """Entries of the file that are not valid words (kept in the file)."""
-        return self._skipped
+        return self._contents.skipped
 
     @property
     def surfaces(self) -> frozenset[str]:
         with self._lock:
-            return frozenset(self._words)
+            return frozenset(self._contents.words)
 
     def add(
         self,
@@ -217,72 +234,78 @@ class UserDictionary:
     ) -> UserWord:
         """Add or replace the entry for ``surface``."""
         word = UserWord.create(surface, reading, accent, priority, word_type)
-        with self._lock:
-            self.replace([*self.without(word.surface), word])
+        self.add_word(word)
         return word
+
+    def add_word(self, word: UserWord) -> None:
+        """Add or replace ``word`` (already checked by :meth:`UserWord.create`)."""
+
+        def change(contents: _Contents) -> _Contents:
+            return _Contents({**contents.words, word.surface: word}, contents.skipped)
+
+        self._change(change)
 
     def remove(self, surface: str) -> UserWord | SkippedEntry:
         """Remove the word (or the skipped entry) written ``surface``."""
         key = unicodedata.normalize("NFKC", surface).strip() if isinstance(surface, str) else ""
-        with self._lock:
-            word = self._words.get(key)
-            skipped = [s for s in self._skipped if s.surface in (key, surface)]
+        removed: list[UserWord | SkippedEntry] = []
+
+        def change(contents: _Contents) -> _Contents:
+            word = contents.words.get(key)
+            skipped = [s for s in contents.skipped if s.surface in (key, surface)]
             if word is None and not skipped:
-                known = ", ".join(sorted(self._words)) or "none"
+                known = ", ".join(sorted(contents.words)) or "none"
                 raise UnknownWordError(
                     f"{surface!r} is not in the user dictionary (words: {known})"
                 )
-            kept = [s for s in self._skipped if s not in skipped]
-            self.replace(self.without(key), keep_skipped=kept)
-        return word if word is not None else skipped[0]
+            removed.append(word if word is not None else skipped[0])
+            words = {s: w for s, w in contents.words.items() if s != key}
+            return _Contents(words, tuple(s for s in contents.skipped if s not in skipped))
 
-    def without(self, surface: str) -> list[UserWord]:
-        """The words but the one written ``surface`` (to build a changed set)."""
-        with self._lock:
-            return [w for s, w in self._words.items() if s != surface]
+        self._change(change)
+        return removed[0]
 
-    def replace(
-        self, words: Iterable[UserWord], *, keep_skipped: Iterable[SkippedEntry] | None = None
-    ) -> None:
-        """Make ``words`` the dictionary's words: saved first, then used."""
-        new = {w.surface: w for w in words}
+    def _change(self, change: Callable[[_Contents], _Contents]) -> None:
+        """Apply ``change`` to the latest contents, save, then use the result."""
         with self._lock:
-            if self.problem is not None:
+            if self.path is None:
+                self._contents = change(self._contents)
+                return
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                lock = FileLock(f"{self.path}.lock", timeout=LOCK_SECONDS)
+                with lock:
+                    latest = self._read(self.path, warn=False)
+                    if self.problem is not None:
+                        raise DictionaryStorageError(
+                            f"{self.problem}; fix or move the file before changing its words"
+                        )
+                    changed = change(latest)
+                    _save(self.path, changed)
+            except FileLockTimeout:
                 raise DictionaryStorageError(
-                    f"{self.problem}; fix or move the file before changing its words"
-                )
-            skipped = self._skipped if keep_skipped is None else tuple(keep_skipped)
-            self._save(new, skipped)
-            self._words, self._skipped = new, skipped
-
-    def _save(self, words: Mapping[str, UserWord], skipped: tuple[SkippedEntry, ...]) -> None:
-        if self.path is None:
-            return
-        payload = {
-            "version": FORMAT_VERSION,
-            "words": [asdict(w) for w in sorted(words.values(), key=lambda w: w.surface)]
-            + [s.entry for s in skipped],
-        }
-        tmp: str | None = None
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=".user_dict.", dir=self.path.parent)
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(payload, f, ensure_ascii=False, indent=1)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except OSError as exc:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
-            raise DictionaryStorageError(
-                f"cannot save the user dictionary to {self.path}: {exc.strerror or exc}"
-            ) from exc
+                    f"another process holds {self.path} for over {LOCK_SECONDS:g} s"
+                ) from None
+            except OSError as exc:
+                raise DictionaryStorageError(
+                    f"cannot save the user dictionary to {self.path}: {exc.strerror or exc}"
+                ) from exc
+            self._contents = changed
 
     def mecab_csv(self, words: Iterable[UserWord] | None = None) -> str:
         """MeCab's CSV of ``words`` (default: this dictionary's)."""
         chosen = self.words if words is None else words
         return "".join(w.to_mecab_csv_row() + "\n" for w in chosen)
+
+
+def _save(path: Path, contents: _Contents) -> None:
+    words = sorted(contents.words.values(), key=lambda w: w.surface)
+    payload = {
+        "version": FORMAT_VERSION,
+        "words": [asdict(w) for w in words] + [s.entry for s in contents.skipped],
+    }
+    text = json.dumps(payload, ensure_ascii=False, indent=1)
+    write_atomic(path, text, mode=0o600, sync=True)
 
 
 def _describe(entry: Any) -> str:
