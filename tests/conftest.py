@@ -1,10 +1,14 @@
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from yomiage import TTS
 from yomiage.text import Frontend, UserDictionary
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
@@ -29,21 +33,66 @@ def frontend() -> Iterator[Frontend]:
     f.close()
 
 
+# The voices the suite runs on everywhere (tools/make_test_voices.py makes them):
+# a yomiage bundle with its q8 BERT, and the same voice in HayaKoe's layout.
+TEST_VOICES = Path(__file__).resolve().parent / "data" / "voices"
+
+
+def reference_cases(relative: str) -> list[Any]:
+    """The cases of a reference file in ../shared/fixtures as pytest parameters; without
+    the fixtures, one parameter that skips and says why (never an empty set)."""
+    path = FIXTURES / relative
+    if not path.exists():
+        reason = f"compares with reference outputs: {path} not found"
+        return [pytest.param(None, id="no-reference", marks=pytest.mark.skip(reason=reason))]
+    cases = json.loads(path.read_text("utf-8"))["cases"]
+    return [pytest.param(case, id=case["id"]) for case in cases]
+
+
 def require_fixtures() -> Path:
+    """The reference implementation's outputs in ../shared/fixtures (skip without them)."""
     if not FIXTURES.is_dir():
-        pytest.skip(f"shared fixtures not found at {FIXTURES}")
+        pytest.skip(f"compares with reference outputs: ../shared/fixtures not found at {FIXTURES}")
     return FIXTURES
 
 
 @pytest.fixture(scope="session")
-def tiny_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The tiny fixture voice converted by our exporter, with its BERT bundle in ``bert/``.
+def test_voice() -> Path:
+    """The tiny test voice bundle (read-only: copy it to change it)."""
+    return TEST_VOICES / "tiny"
+
+
+@pytest.fixture(scope="session")
+def engine(test_voice: Path) -> Iterator[TTS]:
+    """One prepared engine for the session: the test voice as "tiny" and "tiny2"
+    (two names, for tests of several voices), words in memory only."""
+    tts = TTS(threads=2).load("tiny", source=test_voice).load("tiny2", source=test_voice)
+    yield tts.prepare()
+    tts.close()
+
+
+def hayakoe_layout(root: Path, bundle: Path, synthesizer_dir: Path) -> Path:
+    """``onnx/speakers/tiny`` (the graphs of ``synthesizer_dir``) and ``onnx/bert/q8``
+    (the bundle's BERT) as HayaKoe publishes them; returns the speaker folder."""
+    speaker = root / "onnx" / "speakers" / "tiny"
+    shutil.copytree(synthesizer_dir, speaker)
+    bert = root / "onnx" / "bert" / "q8"
+    bert.mkdir(parents=True)
+    for name in ("bert_q8.onnx", "bert_q8.onnx.data", "tokenizer.json"):
+        shutil.copy(bundle / "bert" / name, bert / name)
+    return speaker
+
+
+@pytest.fixture(scope="session")
+def reference_bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The reference fixture's tiny voice converted by our exporter, BERT in ``bert/``:
+    for the tests that compare with the reference outputs in ../shared.
 
     Needs the [torch] extra (conversion only); made once per test session.
     """
-    pytest.importorskip("torch")
-    pytest.importorskip("onnx")
     tiny = require_fixtures() / "sbv2_tiny"
+    pytest.importorskip("torch", reason="converting the reference voice needs yomiage[torch]")
+    pytest.importorskip("onnx", reason="converting the reference voice needs yomiage[torch]")
     from yomiage.export.convert import convert_bert, convert_voice
 
     out = tmp_path_factory.mktemp("bundles") / "tiny"

@@ -35,5 +35,5 @@ class CrashingService(LocalService):
 
 
 def build(bundle: str) -> CrashingService:
-    tts = TTS(bert_precision="fp32", threads=1).load("tiny", source=Path(bundle)).prepare()
+    tts = TTS(threads=1).load("tiny", source=Path(bundle)).prepare()
     return CrashingService(tts)

@@ -1,4 +1,5 @@
-"""The public API (TTS, Speaker, Audio) on the tiny fixture voice, against cases/api.*."""
+"""The public API (TTS, Speaker, Audio) on the test voice, and on the reference fixture
+voice against the reference outputs in ../shared (cases/api.*)."""
 
 from __future__ import annotations
 
@@ -34,19 +35,24 @@ def _api() -> dict[str, Any]:
     return json.loads((TINY / "cases" / "api.json").read_text("utf-8"))
 
 
+@pytest.fixture
+def tts(engine: TTS) -> TTS:
+    """The session's engine: the test voice as "tiny" and "tiny2"."""
+    return engine
+
+
 @pytest.fixture(scope="module")
-def tts(tiny_bundle: Path) -> Iterator[TTS]:
-    """Two names for the fixture voice (the concurrency test needs two voices)."""
-    engine = TTS(bert_precision="fp32", threads=2)
-    engine.load("tiny", source=tiny_bundle).load("tiny2", source=f"file://{tiny_bundle}")
+def reference_tts(reference_bundle: Path) -> Iterator[TTS]:
+    """The reference fixture voice, its BERT in float32 (as the reference ran it)."""
+    engine = TTS(bert_precision="fp32", threads=2).load("tiny", source=f"file://{reference_bundle}")
     yield engine.prepare()
     engine.close()
 
 
-def test_generate_matches_reference(tts: TTS) -> None:
+def test_generate_matches_reference(reference_tts: TTS) -> None:
     api = _api()
     reference = np.load(TINY / "cases" / "api.npz")["pcm_generate"]
-    audio = tts.speakers["tiny"].generate(api["text"], **api["params"])
+    audio = reference_tts.speakers["tiny"].generate(api["text"], **api["params"])
     assert len(audio.samples) == api["generate_samples"]
     pcm = audio.to_int16()
     assert int(np.abs(pcm.astype(np.int32) - reference.astype(np.int32)).max()) <= 2
@@ -60,9 +66,9 @@ def test_generate_matches_reference(tts: TTS) -> None:
         assert duration == pytest.approx(ref_duration, abs=1e-9)
 
 
-def test_sentences_and_gaps_match_reference(tts: TTS) -> None:
+def test_sentences_and_gaps_match_reference(reference_tts: TTS) -> None:
     api = _api()
-    speaker = tts.speakers["tiny"]
+    speaker = reference_tts.speakers["tiny"]
     chunks = list(speaker.stream(api["text"], **api["params"]))
     per_sentence: dict[int, int] = {}
     for chunk in chunks:
@@ -208,8 +214,8 @@ def test_words_and_timings_cover_the_audio(tts: TTS) -> None:
     assert starts == sorted(starts)
 
 
-def test_user_dictionary_is_per_instance(tts: TTS, tiny_bundle: Path, tmp_path: Path) -> None:
-    other = TTS(user_dictionary=tmp_path / "other.json").load("tiny", source=tiny_bundle)
+def test_user_dictionary_is_per_instance(tts: TTS, test_voice: Path, tmp_path: Path) -> None:
+    other = TTS(user_dictionary=tmp_path / "other.json").load("tiny", source=test_voice)
     try:
         tts.add_word("燦燦堂", "サンサンドウ", accent=0)
         assert [w.surface for w in tts.words()] == ["燦燦堂"]
@@ -230,9 +236,10 @@ def test_pitch_matches_reference() -> None:
     assert float(np.abs(out - arrays["pitch_output"]).max()) <= 1e-4
 
 
-def test_pitch_options_change_the_audio(tts: TTS) -> None:
+def test_pitch_options_change_the_audio(reference_tts: TTS) -> None:
+    """(The test voice makes noise, in which WORLD finds no pitch to move.)"""
     pytest.importorskip("pyworld")
-    speaker = tts.speakers["tiny"]
+    speaker = reference_tts.speakers["tiny"]
     plain = speaker.generate("こんにちは。", seed=0)
     same = speaker.generate("こんにちは。", seed=0, pitch_scale=1.0, intonation_scale=1.0)
     np.testing.assert_array_equal(plain.samples, same.samples)
@@ -240,6 +247,23 @@ def test_pitch_options_change_the_audio(tts: TTS) -> None:
     assert not np.array_equal(
         plain.samples[: len(higher.samples)], higher.samples[: len(plain.samples)]
     )
+
+
+def test_adjust_pitch_moves_a_voiced_sound() -> None:
+    pytest.importorskip("pyworld")
+    from yomiage.synthesis.pitch import adjust_pitch
+
+    rate = 44100
+    t = np.arange(rate) / rate
+    voiced = sum(np.sin(2 * np.pi * 150 * k * t) / k for k in range(1, 6)).astype(np.float32) * 0.3
+
+    def peak(x: np.ndarray) -> float:
+        spectrum = np.abs(np.fft.rfft(x[rate // 4 : 3 * rate // 4]))
+        return float(np.argmax(spectrum[:400]) * rate / (rate // 2))
+
+    higher = adjust_pitch(voiced, rate, pitch_scale=1.3, intonation_scale=1.0)
+    assert peak(voiced) == pytest.approx(150, abs=4)
+    assert peak(higher) == pytest.approx(195, abs=8)
 
 
 def test_pitch_without_pyworld_is_a_clear_error(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,7 +276,7 @@ def test_pitch_without_pyworld_is_a_clear_error(tts: TTS, monkeypatch: pytest.Mo
         tts.speakers["tiny"].generate("こんにちは。", pitch_scale=1.2)
 
 
-def test_engine_errors(tiny_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_engine_errors(test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ValueError, match="device"):
         TTS(device="tpu")
     with pytest.raises(ValueError, match="CPU only"):
@@ -260,23 +284,26 @@ def test_engine_errors(tiny_bundle: Path, tmp_path: Path, monkeypatch: pytest.Mo
     with pytest.raises(UnknownVoiceError, match="jvnv-F1-jp"):
         TTS().load("jvnv-F9-jp")
     with pytest.raises(OfflineError, match="yomiage download jvnv-F1-jp"):
-        TTS(offline=True, bert_source=tiny_bundle / "bert").load("jvnv-F1-jp").prepare()
+        TTS(offline=True, bert_source=test_voice / "bert").load("jvnv-F1-jp").prepare()
     with pytest.raises(ModelLoadError, match="no such folder"):
         TTS().load("x", source=tmp_path / "missing").prepare()
-    sbv2 = TINY / "model"
     with pytest.raises(ModelLoadError, match="not a voice"):
-        TTS(bert_source=tiny_bundle / "bert").load("x", source=tmp_path).prepare()
+        TTS(bert_source=test_voice / "bert").load("x", source=tmp_path).prepare()
+    sbv2 = tmp_path / "sbv2"  # what an SBV2 folder looks like (never read: torch is missing)
+    sbv2.mkdir()
+    shutil.copy(test_voice.parent / "hayakoe" / "config.json", sbv2 / "config.json")
+    (sbv2 / "voice_e1_s100.safetensors").write_bytes(b"")
     monkeypatch.setitem(sys.modules, "torch", None)
     with pytest.raises(MissingExtraError, match=r"yomiage\[torch\]"):
-        TTS(bert_source=tiny_bundle / "bert").load("x", source=sbv2).prepare()
+        TTS(bert_source=test_voice / "bert").load("x", source=sbv2).prepare()
     lone = tmp_path / "lone"
-    shutil.copytree(tiny_bundle, lone, ignore=shutil.ignore_patterns("bert"))
+    shutil.copytree(test_voice, lone, ignore=shutil.ignore_patterns("bert"))
     with pytest.raises(OfflineError, match="yomiage download deberta-v2-large-japanese-char-wwm"):
         TTS(offline=True).load("x", source=lone).prepare()  # the catalog's BERT
-    declared = TTS().load("tiny", source=tiny_bundle)
+    declared = TTS().load("tiny", source=test_voice)
     with pytest.raises(NotPreparedError, match="prepare"):
         declared.speakers  # noqa: B018
-    with TTS(bert_precision="fp32").load("tiny", source=tiny_bundle).prepare() as engine:
+    with TTS().load("tiny", source=test_voice).prepare() as engine:
         assert list(engine.speakers) == ["tiny"]
     with pytest.raises(NotPreparedError, match="closed"):
         engine.prepare()
@@ -302,14 +329,14 @@ def test_torch_backend_through_the_same_pipeline(frontend: Any) -> None:
     assert int(np.abs(diff).max()) <= 2
 
 
-def test_public_api_never_imports_torch(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_public_api_never_imports_torch(test_voice: Path, tmp_path: Path) -> None:
     import subprocess
     import sys
 
     code = (
         "import sys\n"
         "from yomiage import TTS\n"
-        f"with TTS().load('tiny', source={str(tiny_bundle)!r}).prepare(warmup=True) as tts:\n"
+        f"with TTS().load('tiny', source={str(test_voice)!r}).prepare(warmup=True) as tts:\n"
         "    audio = tts.speakers['tiny'].generate('こんにちは。元気？', seed=0)\n"
         f"    audio.save({str(tmp_path / 'a.wav')!r})\n"
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
@@ -319,10 +346,12 @@ def test_public_api_never_imports_torch(tiny_bundle: Path, tmp_path: Path) -> No
     assert (tmp_path / "a.wav").stat().st_size > 44
 
 
-def test_sbv2_folder_is_converted_once_into_the_cache(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_sbv2_folder_is_converted_once_into_the_cache(
+    reference_bundle: Path, tmp_path: Path
+) -> None:
     """On CPU an SBV2 folder is converted on first use and then loaded from the cache."""
     cache = tmp_path / "cache"
-    bert = tiny_bundle / "bert"
+    bert = reference_bundle / "bert"
     with TTS(cache_dir=cache, bert_source=bert).load("v", source=TINY / "model").prepare() as tts:
         converted = tts.speakers["v"].generate("こんにちは。", seed=1)
     [bundle] = (cache / "converted").iterdir()
@@ -330,15 +359,15 @@ def test_sbv2_folder_is_converted_once_into_the_cache(tiny_bundle: Path, tmp_pat
     with TTS(cache_dir=cache, bert_source=bert).load("v", source=TINY / "model").prepare() as tts:
         again = tts.speakers["v"].generate("こんにちは。", seed=1)
     assert (bundle / "voice.json").stat().st_mtime_ns == stamp  # not converted twice
-    with TTS(bert_source=bert).load("v", source=tiny_bundle).prepare() as tts:
+    with TTS(bert_source=bert).load("v", source=reference_bundle).prepare() as tts:
         reference = tts.speakers["v"].generate("こんにちは。", seed=1)
     np.testing.assert_array_equal(converted.samples, reference.samples)
     np.testing.assert_array_equal(again.samples, reference.samples)
 
 
-def test_pre_download_leaves_local_folders(tiny_bundle: Path) -> None:
-    tts = TTS(bert_source=tiny_bundle / "bert").load("v", source=tiny_bundle)
-    assert tts.pre_download() == [tiny_bundle, tiny_bundle / "bert"]
+def test_pre_download_leaves_local_folders(test_voice: Path) -> None:
+    tts = TTS(bert_source=test_voice / "bert").load("v", source=test_voice)
+    assert tts.pre_download() == [test_voice, test_voice / "bert"]
 
 
 def test_quick_start_reads_the_first_clause_alone(tts: TTS) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from tests.conftest import FIXTURES, require_fixtures
+from tests.conftest import FIXTURES, reference_cases, require_fixtures
 from yomiage.bert import CharTokenizer, expand_to_phones
 from yomiage.errors import ModelLoadError
 
@@ -69,7 +69,7 @@ def tokenizer() -> CharTokenizer:
 # --------------------------------------------------------------------- tokenizer
 
 
-@pytest.mark.parametrize("case", _tiny_cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("sbv2_tiny/cases/cases.json"))
 def test_token_ids_match_reference(tokenizer: CharTokenizer, case: dict[str, Any]) -> None:
     assert tokenizer.encode(case["bert_text"]) == case["token_ids"]
     stored = np.load(TINY / "cases" / f"{case['id']}.npz")["token_ids"]
@@ -205,7 +205,7 @@ def torch_bert() -> Any:
     return TorchBert(BERT_MODEL, BERT_TOKENIZER, device="cpu")
 
 
-@pytest.mark.parametrize("case", _tiny_cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("sbv2_tiny/cases/cases.json"))
 def test_torch_bert_matches_reference(torch_bert: Any, case: dict[str, Any]) -> None:
     from yomiage.bert.torch_bert import expand_to_phones_torch
 

@@ -19,23 +19,23 @@ TEXT = "こんにちは。今日はいい天気ですね。"
 YOMIAGE = [sys.executable, "-m", "yomiage"]
 
 
-@pytest.fixture(scope="module")
-def reference(tiny_bundle: Path) -> TTS:
-    engine = TTS(bert_precision="fp32", threads=1)
-    return engine.load("tiny", source=tiny_bundle).prepare()
+@pytest.fixture
+def reference(engine: TTS) -> TTS:
+    """The session's engine: the library's side of every comparison."""
+    return engine
 
 
 def _args(bundle: Path, *extra: str) -> list[str]:
-    return ["generate", "--model", str(bundle), "--quantize", "none", "--threads", "1", *extra]
+    return ["generate", "--model", str(bundle), "--threads", "2", *extra]  # as the engine
 
 
 def test_wav_file_is_the_librarys_audio(
-    tiny_bundle: Path, reference: TTS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    test_voice: Path, reference: TTS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "hello.wav"
     options = ["--seed", "3", "--style", "Happy", "--speaker-id", "spk_b", "--speed", "1.2",
                "--sdp-ratio", "0.4", "--noise", "0.5", "--noise-w", "0.7", "--style-weight", "2"]  # fmt: skip
-    assert main(_args(tiny_bundle, TEXT, "-o", str(out), *options)) == 0
+    assert main(_args(test_voice, TEXT, "-o", str(out), *options)) == 0
     expected = reference.speakers["tiny"].generate(
         TEXT, seed=3, style="Happy", speaker_id=1, speed=1.2, sdp_ratio=0.4, noise=0.5,
         noise_w=0.7, style_weight=2.0,
@@ -46,20 +46,20 @@ def test_wav_file_is_the_librarys_audio(
 
 
 @pytest.mark.parametrize(("name", "fmt"), [("out.flac", None), ("out.bin", "mp3"), ("o.ogg", None)])
-def test_other_formats(tiny_bundle: Path, tmp_path: Path, name: str, fmt: str | None) -> None:
+def test_other_formats(test_voice: Path, tmp_path: Path, name: str, fmt: str | None) -> None:
     soundfile = pytest.importorskip("soundfile")
     out = tmp_path / name
     assert (
-        main(_args(tiny_bundle, TEXT, "-o", str(out), "-q", *(["--format", fmt] if fmt else [])))
+        main(_args(test_voice, TEXT, "-o", str(out), "-q", *(["--format", fmt] if fmt else [])))
         == 0
     )
     samples, rate = soundfile.read(out)
     assert rate == 44100 and len(samples) > rate
 
 
-def test_stdin_to_stdout_streams_a_wav(tiny_bundle: Path, reference: TTS) -> None:
+def test_stdin_to_stdout_streams_a_wav(test_voice: Path, reference: TTS) -> None:
     done = subprocess.run(
-        [*YOMIAGE, *_args(tiny_bundle, "-", "-o", "-", "--seed", "1", "-q")],
+        [*YOMIAGE, *_args(test_voice, "-", "-o", "-", "--seed", "1", "-q")],
         input=TEXT.encode(),
         capture_output=True,
         timeout=120,
@@ -74,12 +74,12 @@ def test_stdin_to_stdout_streams_a_wav(tiny_bundle: Path, reference: TTS) -> Non
 
 
 def test_pcm_to_stdout_and_file_input(
-    tiny_bundle: Path, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
+    test_voice: Path, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes]
 ) -> None:
     text_file = tmp_path / "in.txt"
     text_file.write_text(TEXT, encoding="utf-8")
     assert (
-        main(_args(tiny_bundle, "--file", str(text_file), "-o", "-", "--format", "pcm", "-q")) == 0
+        main(_args(test_voice, "--file", str(text_file), "-o", "-", "--format", "pcm", "-q")) == 0
     )
     pcm = capsysbinary.readouterr().out
     assert len(pcm) % 2 == 0 and len(pcm) > 2 * 44100
@@ -87,9 +87,9 @@ def test_pcm_to_stdout_and_file_input(
 
 
 @pytest.mark.parametrize("suffix", [".srt", ".vtt", ".json"])
-def test_timings_files(tiny_bundle: Path, tmp_path: Path, suffix: str) -> None:
+def test_timings_files(test_voice: Path, tmp_path: Path, suffix: str) -> None:
     out, timings = tmp_path / "a.wav", tmp_path / f"a{suffix}"
-    assert main(_args(tiny_bundle, TEXT, "-o", str(out), "--timings", str(timings), "-q")) == 0
+    assert main(_args(test_voice, TEXT, "-o", str(out), "--timings", str(timings), "-q")) == 0
     text = timings.read_text("utf-8")
     with wave.open(io.BytesIO(out.read_bytes())) as w:
         duration = w.getnframes() / w.getframerate()
@@ -122,14 +122,14 @@ def test_timings_files(tiny_bundle: Path, tmp_path: Path, suffix: str) -> None:
     ],
 )
 def test_errors_are_one_line(
-    tiny_bundle: Path,
+    test_voice: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     extra: list[str],
     message: str,
 ) -> None:
     text = [] if "--file" in extra else [TEXT]
-    assert main(_args(tiny_bundle, *text, "-o", str(tmp_path / "x.wav"), *extra)) == 1
+    assert main(_args(test_voice, *text, "-o", str(tmp_path / "x.wav"), *extra)) == 1
     err = capsys.readouterr().err
     assert err.startswith("yomiage generate: ") and message in err
     assert err.count("\n") == 1
@@ -155,11 +155,11 @@ def test_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
     assert "examples:" in out and "--timings" in out and "--quantize" in out
 
 
-def test_generate_imports_neither_torch_nor_the_server(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_generate_imports_neither_torch_nor_the_server(test_voice: Path, tmp_path: Path) -> None:
     """The fast path: a short sentence should not pay for torch or FastAPI imports."""
     code = (
         "import sys\nfrom yomiage.cli import main\n"
-        f"assert main({_args(tiny_bundle, TEXT, '-o', str(tmp_path / 'a.wav'), '-q')!r}) == 0\n"
+        f"assert main({_args(test_voice, TEXT, '-o', str(tmp_path / 'a.wav'), '-q')!r}) == 0\n"
         "print(sorted(m for m in ('torch', 'transformers', 'fastapi', 'uvicorn') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -167,12 +167,12 @@ def test_generate_imports_neither_torch_nor_the_server(tiny_bundle: Path, tmp_pa
     assert done.stdout.strip() == "[]"
 
 
-def test_progress_bar_only_on_a_terminal(tiny_bundle: Path, tmp_path: Path) -> None:
+def test_progress_bar_only_on_a_terminal(test_voice: Path, tmp_path: Path) -> None:
     import os
     import pty
 
     text = "今日はいい天気ですね。" * 4
-    command = [*YOMIAGE, *_args(tiny_bundle, text, "-o", str(tmp_path / "a.wav"))]
+    command = [*YOMIAGE, *_args(test_voice, text, "-o", str(tmp_path / "a.wav"))]
     master, slave = pty.openpty()
     try:
         done = subprocess.run(command, stderr=slave, stdout=subprocess.DEVNULL, timeout=120)
@@ -205,14 +205,14 @@ def test_every_command_has_examples(command: str, capsys: pytest.CaptureFixture[
 
 
 def test_decoder_and_quick_start_flags(
-    tiny_bundle: Path, reference: TTS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    test_voice: Path, reference: TTS, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out = tmp_path / "q.wav"
     text = "駅前の小さな喫茶店で、古い友人と偶然再会して、学生時代の話に花を咲かせました。"
-    assert main(_args(tiny_bundle, text, "-o", str(out), "--seed", "1", "--quick-start")) == 0
+    assert main(_args(test_voice, text, "-o", str(out), "--seed", "1", "--quick-start")) == 0
     expected = reference.speakers["tiny"].generate(text, seed=1, quick_start=True)
     assert out.read_bytes() == expected.to_bytes("wav")
     capsys.readouterr()
-    assert main(_args(tiny_bundle, "はい。", "-o", str(out), "--decoder", "int8")) == 1
+    assert main(_args(test_voice, "はい。", "-o", str(out), "--decoder", "int8")) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--decoder int8" in err

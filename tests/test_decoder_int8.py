@@ -18,13 +18,13 @@ TINY = FIXTURES / "sbv2_tiny"
 
 
 @pytest.fixture(scope="module")
-def int8_bundle(tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def int8_bundle(reference_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pytest.importorskip("torch")
     from yomiage.export.convert import convert_voice
 
     out = tmp_path_factory.mktemp("int8") / "tiny"
     convert_voice(TINY / "model", out, decoder_int8=True)
-    shutil.copytree(tiny_bundle / "bert", out / "bert")
+    shutil.copytree(reference_bundle / "bert", out / "bert")
     return out
 
 
@@ -59,9 +59,9 @@ def test_int8_decoder_follows_float32(int8_bundle: Path) -> None:
     )  # windows and pauses included; convert's own probe says ~26 dB on its held-out sentence
 
 
-def test_int8_needs_a_bundle_that_has_it(tiny_bundle: Path) -> None:
+def test_int8_needs_a_bundle_that_has_it(reference_bundle: Path) -> None:
     with pytest.raises(ModelLoadError, match="--decoder int8"):
-        TTS(decoder_precision="int8").load("v", source=tiny_bundle).prepare()
+        TTS(decoder_precision="int8").load("v", source=reference_bundle).prepare()
     with pytest.raises(ValueError, match="decoder_precision"):
         TTS(decoder_precision="int4")
     with pytest.raises(ValueError, match="ONNX"):

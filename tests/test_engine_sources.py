@@ -2,42 +2,32 @@
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES
 from tests.sources_servers import HubState, fake_hub
 from yomiage import TTS
 from yomiage.errors import OfflineError
 
-TINY = FIXTURES / "sbv2_tiny"
 
-
-def _hayakoe_repo(tiny_bundle: Path, speaker: str) -> dict[str, bytes]:
-    """The tiny fixture voice, its ONNX exports and our tiny BERT, laid out as HayaKoe's repo."""
-    files = {
-        f"onnx/speakers/{speaker}/{name}": (TINY / "model" / name).read_bytes()
-        for name in ("config.json", "style_vectors.npy")
-    }
-    for graph in ("synthesizer", "duration_predictor"):
-        with gzip.open(TINY / "onnx" / f"{graph}.onnx.gz") as src:
-            files[f"onnx/speakers/{speaker}/{graph}.onnx"] = src.read()
-    files["onnx/bert/q8/bert_q8.onnx"] = (tiny_bundle / "bert" / "bert.onnx").read_bytes()
-    files["onnx/bert/q8/bert.onnx.data"] = (tiny_bundle / "bert" / "bert.onnx.data").read_bytes()
-    for path in (TINY / "bert" / "tokenizer").iterdir():
-        files[f"bert/tokenizer/{path.name}"] = path.read_bytes()
+def _hayakoe_repo(test_voice: Path, speaker: str) -> dict[str, bytes]:
+    """The test voice in HayaKoe's layout with its q8 BERT, as HayaKoe's repository holds it."""
+    graphs = test_voice.parent / "hayakoe"
+    files = {f"onnx/speakers/{speaker}/{p.name}": p.read_bytes() for p in graphs.iterdir()}
+    for name in ("bert_q8.onnx", "bert_q8.onnx.data"):
+        files[f"onnx/bert/q8/{name}"] = (test_voice / "bert" / name).read_bytes()
+    files["bert/tokenizer/tokenizer.json"] = (test_voice / "bert" / "tokenizer.json").read_bytes()
     return files
 
 
 @pytest.fixture
-def hub(tiny_bundle: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
+def hub(test_voice: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HubState]:
     with fake_hub() as (endpoint, state):
-        state.add_repo("lemondouble/hayakoe", _hayakoe_repo(tiny_bundle, "jvnv-F1-jp"))
-        state.add_repo("someone/voices", _hayakoe_repo(tiny_bundle, "mine"))
+        state.add_repo("lemondouble/hayakoe", _hayakoe_repo(test_voice, "jvnv-F1-jp"))
+        state.add_repo("someone/voices", _hayakoe_repo(test_voice, "mine"))
         monkeypatch.setenv("HF_ENDPOINT", endpoint)
         for var in ("HF_HUB_OFFLINE", "YOMIAGE_OFFLINE", "HF_TOKEN"):
             monkeypatch.delenv(var, raising=False)
@@ -69,7 +59,7 @@ def test_hub_source_takes_the_bert_of_its_repo(hub: HubState, tmp_path: Path) ->
 
 
 def test_local_voice_without_a_bert_suggests_bert(
-    tiny_bundle: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A local voice folder without --bert failed on the hub BERT with a network error."""
     import shutil
@@ -78,7 +68,7 @@ def test_local_voice_without_a_bert_suggests_bert(
     from yomiage.errors import ModelLoadError
 
     voice = tmp_path / "voice"
-    shutil.copytree(tiny_bundle, voice, ignore=shutil.ignore_patterns("bert"))
+    shutil.copytree(test_voice, voice, ignore=shutil.ignore_patterns("bert"))
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     engine = TTS(cache_dir=tmp_path / "cache").load("v", source=voice)

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES, require_fixtures
+from tests.conftest import FIXTURES, reference_cases, require_fixtures
 from yomiage.text import Frontend, to_model_inputs
 from yomiage.text.g2p import g2p
 
@@ -17,12 +17,7 @@ def _g2p_cases() -> list[dict]:
     return json.loads(path.read_text("utf-8"))["cases"] if path.exists() else []
 
 
-def _tiny_cases() -> list[dict]:
-    path = FIXTURES / "sbv2_tiny" / "cases" / "cases.json"
-    return json.loads(path.read_text("utf-8"))["cases"] if path.exists() else []
-
-
-@pytest.mark.parametrize("case", _g2p_cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("g2p/g2p_cases.json"))
 def test_g2p_matches_reference(frontend: Frontend, case: dict) -> None:
     result = g2p(case["normalized"], frontend._analysers.openjtalk)
     assert list(result.words) == case["sep_text"]
@@ -38,7 +33,7 @@ def test_all_reference_sentences_are_present() -> None:
     assert len(_g2p_cases()) == 153
 
 
-@pytest.mark.parametrize("case", _tiny_cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("sbv2_tiny/cases/cases.json"))
 def test_model_inputs_match_tiny_fixture(frontend: Frontend, case: dict) -> None:
     """Whole frontend, raw text to ids with blanks, on the synthesis fixture texts."""
     p = frontend.g2p(case["text"])

@@ -14,9 +14,9 @@ from yomiage.runtime.bundle import read_manifest
 
 
 @pytest.fixture
-def bundle(tiny_bundle: Path, tmp_path: Path) -> Path:
+def bundle(test_voice: Path, tmp_path: Path) -> Path:
     out = tmp_path / "voice"
-    shutil.copytree(tiny_bundle, out)
+    shutil.copytree(test_voice, out)
     return out
 
 
@@ -27,7 +27,7 @@ def _flip_byte(path: Path) -> None:
 
 
 def _load(bundle: Path, cache: Path) -> TTS:
-    return TTS(bert_precision="fp32", cache_dir=cache).load("v", source=bundle).prepare()
+    return TTS(cache_dir=cache).load("v", source=bundle).prepare()
 
 
 def _weights(bundle: Path, graph: str) -> Path:
@@ -42,7 +42,7 @@ def test_same_size_corruption_of_weights_is_refused_at_load(bundle: Path, tmp_pa
 
 
 def test_corrupt_bert_is_refused_at_load(bundle: Path, tmp_path: Path) -> None:
-    _flip_byte(_weights(bundle / "bert", "bert"))
+    _flip_byte(_weights(bundle / "bert", "bert_q8"))
     with pytest.raises(ModelLoadError, match="corrupt"):
         _load(bundle, tmp_path / "cache")
 

@@ -86,11 +86,9 @@ def test_no_clause_end_cuts_between_tokens_and_a_huge_token_inside() -> None:
 # -- the engine ----------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def tts(tiny_bundle: Path) -> Iterator[TTS]:
-    engine = TTS(bert_precision="fp32", threads=2).load("tiny", source=tiny_bundle)
-    yield engine.prepare()
-    engine.close()
+@pytest.fixture
+def tts(engine: TTS) -> TTS:
+    return engine
 
 
 def test_extreme_options_end_in_audio_of_bounded_length(tts: TTS) -> None:
@@ -109,9 +107,9 @@ def test_extreme_options_end_in_audio_of_bounded_length(tts: TTS) -> None:
         assert 0 < audio.duration < 40 * base.duration
 
 
-def test_sentence_longer_than_the_limit_fails_before_its_audio(tiny_bundle: Path) -> None:
+def test_sentence_longer_than_the_limit_fails_before_its_audio(test_voice: Path) -> None:
     limits = Limits(max_sentence_seconds=0.2)
-    with TTS(bert_precision="fp32", limits=limits).load("tiny", source=tiny_bundle) as engine:
+    with TTS(limits=limits).load("tiny", source=test_voice) as engine:
         speaker = engine.prepare().speakers["tiny"]
         with pytest.raises(LimitError, match=r"at most 0\.2 s") as caught:
             speaker.stream("駅前の小さな喫茶店で、古い友人と偶然再会しました。", seed=0)
@@ -119,11 +117,11 @@ def test_sentence_longer_than_the_limit_fails_before_its_audio(tiny_bundle: Path
 
 
 def test_request_longer_than_the_limit_stops_at_the_sentence_that_crosses_it(
-    tts: TTS, tiny_bundle: Path
+    tts: TTS, test_voice: Path
 ) -> None:
     one = tts.speakers["tiny"].generate("今日はいい天気ですね。", seed=0).duration
     limits = Limits(max_request_seconds=3.5 * one)
-    with TTS(bert_precision="fp32", limits=limits).load("tiny", source=tiny_bundle) as engine:
+    with TTS(limits=limits).load("tiny", source=test_voice) as engine:
         speaker = engine.prepare().speakers["tiny"]
         made = 0.0
         chunks = speaker.stream("今日はいい天気ですね。" * 20, seed=0)

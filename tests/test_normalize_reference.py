@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, reference_cases
 from yomiage.text import Frontend
 
 DELIBERATE = {
@@ -35,7 +35,7 @@ def _cases() -> list[dict]:
     return json.loads(path.read_text("utf-8"))["cases"] if path.exists() else []
 
 
-@pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("g2p/g2p_cases.json"))
 def test_normalize_matches_reference_unless_listed(frontend: Frontend, case: dict) -> None:
     ours = frontend.normalize(case["text"])
     if case["id"] in DELIBERATE:

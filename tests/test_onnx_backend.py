@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, reference_cases, require_fixtures
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
@@ -25,13 +24,13 @@ TINY = FIXTURES / "sbv2_tiny"
 
 
 @pytest.fixture(scope="module")
-def bundle(tiny_bundle: Path) -> Path:
-    return tiny_bundle
+def bundle(test_voice: Path) -> Path:
+    return test_voice
 
 
 @pytest.fixture(scope="module")
 def backend(bundle: Path) -> OnnxBackend:
-    return OnnxBackend(bundle / "bert", precision="fp32", threads=2)
+    return OnnxBackend(bundle / "bert", threads=2)
 
 
 @pytest.fixture(scope="module")
@@ -39,9 +38,15 @@ def voice(backend: OnnxBackend, bundle: Path) -> Any:
     return backend.load_voice(bundle)
 
 
-def _cases() -> list[dict[str, Any]]:
-    path = TINY / "cases" / "cases.json"
-    return json.loads(path.read_text("utf-8"))["cases"] if path.exists() else []
+@pytest.fixture(scope="module")
+def reference_backend(reference_bundle: Path) -> OnnxBackend:
+    """The reference fixture voice's BERT in float32, as the reference ran it."""
+    return OnnxBackend(reference_bundle / "bert", precision="fp32", threads=2)
+
+
+@pytest.fixture(scope="module")
+def reference_voice(reference_backend: OnnxBackend, reference_bundle: Path) -> Any:
+    return reference_backend.load_voice(reference_bundle)
 
 
 def _options(case: dict[str, Any], setting: dict[str, Any]) -> SynthesisOptions:
@@ -56,10 +61,11 @@ def _options(case: dict[str, Any], setting: dict[str, Any]) -> SynthesisOptions:
     )
 
 
-@pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("sbv2_tiny/cases/cases.json"))
 def test_text_to_audio_matches_reference(
-    backend: OnnxBackend, frontend: Frontend, case: dict[str, Any], voice: Any
+    reference_backend: OnnxBackend, frontend: Frontend, case: dict[str, Any], reference_voice: Any
 ) -> None:
+    backend, voice = reference_backend, reference_voice
     arrays = np.load(TINY / "cases" / f"{case['id']}.npz")
     for name, setting in case["settings"].items():
         options = _options(case, setting)
@@ -134,8 +140,9 @@ def test_long_sentence_goes_through_the_flow_in_spans(
 
 
 def test_onnx_and_torch_backends_agree(
-    bundle: Path, backend: OnnxBackend, frontend: Frontend, voice: Any
+    reference_backend: OnnxBackend, frontend: Frontend, reference_voice: Any
 ) -> None:
+    backend, voice = reference_backend, reference_voice
     pytest.importorskip("transformers")
     from yomiage.runtime.torch_backend import TorchBackend
 
@@ -212,8 +219,7 @@ def test_convert_refuses_a_disagreeing_export(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, voice: Any
 ) -> None:
     pytest.importorskip("torch")
-    if not TINY.is_dir():
-        pytest.skip("shared fixtures not available")
+    require_fixtures()
     from yomiage.export import convert
 
     bad = convert.Parity(prior=0.5, durations_equal=False, flow=0.0, audio=0.0)
@@ -225,6 +231,7 @@ def test_convert_refuses_a_disagreeing_export(
 
 def test_convert_never_replaces_other_data(tmp_path: Path) -> None:
     pytest.importorskip("torch")
+    require_fixtures()
     from yomiage.export.convert import ConversionError, convert_voice
 
     (tmp_path / "precious.txt").write_text("keep me")

@@ -9,7 +9,6 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +32,9 @@ def _chromium() -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_bundle: Path) -> Iterator[RunningServer]:
-    engine = TTS(bert_precision="fp32", threads=1).load("tiny", source=tiny_bundle).prepare()
+def server(engine: TTS) -> Iterator[RunningServer]:
     with serve(engine, ServerConfig(warmup=False, api_key=KEY)) as running:
         yield running
-    engine.close()
 
 
 @pytest.fixture(scope="module")

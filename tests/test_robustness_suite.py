@@ -46,7 +46,7 @@ from yomiage import TTS
 from yomiage.errors import YomiageError
 
 bundle, cases = sys.argv[1], json.load(sys.stdin)
-speaker = TTS(bert_precision="fp32", threads=2).load("tiny", source=bundle).prepare().speakers["tiny"]
+speaker = TTS(threads=2).load("tiny", source=bundle).prepare().speakers["tiny"]
 for name, text, options in cases:
     print("CASE", name, flush=True)
     started = time.perf_counter()
@@ -83,7 +83,7 @@ def _check_outcomes(lines: list[str]) -> dict[str, str]:
     return outcomes
 
 
-def test_library_long_runs_and_extreme_options(tiny_bundle: Path) -> None:
+def test_library_long_runs_and_extreme_options(test_voice: Path) -> None:
     cases: list[tuple[str, str, dict[str, Any]]] = [
         (f"run:{name}", text, {}) for name, text in LONG_RUNS.items()
     ]
@@ -92,7 +92,7 @@ def test_library_long_runs_and_extreme_options(tiny_bundle: Path) -> None:
     ]
     cases += [("digits-4096", "9" * 4096, {}), ("sentence-200", "こんにちは" * 40, {})]
     timeout = CASE_SECONDS * len(cases)
-    lines = _run_probe(_LIBRARY_PROBE, [str(tiny_bundle)], json.dumps(cases), timeout)
+    lines = _run_probe(_LIBRARY_PROBE, [str(test_voice)], json.dumps(cases), timeout)
     outcomes = _check_outcomes(lines)
     assert len(outcomes) == len(cases)
     allowed = ("ok", "TextError", "LimitError")
@@ -121,21 +121,21 @@ def test_cli_g2p_reads_every_long_run() -> None:
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_cli_generate_long_audio_in_every_format(
-    tiny_bundle: Path, tmp_path: Path, fmt: str
+    test_voice: Path, tmp_path: Path, fmt: str
 ) -> None:
     """ogg with ~48 s or more used to crash libsndfile's encoder."""
     out = tmp_path / f"long.{fmt}"
     text = "今日はいい天気ですね。" * 40  # 100 s with the tiny voice
-    run = _yomiage("generate", text, "--model", str(tiny_bundle), "-o", str(out), "-q")
+    run = _yomiage("generate", text, "--model", str(test_voice), "-o", str(out), "-q")
     assert run.returncode == 0, run.stderr[-500:]
     assert out.stat().st_size > 1000
 
 
 @pytest.mark.parametrize("text", [LONG_RUNS["katakana"], LONG_RUNS["half-width katakana"],
                                   "9" * 345, "ｗ" * 345])  # fmt: skip
-def test_cli_generate_long_runs(tiny_bundle: Path, tmp_path: Path, text: str) -> None:
+def test_cli_generate_long_runs(test_voice: Path, tmp_path: Path, text: str) -> None:
     out = tmp_path / "run.wav"
-    run = _yomiage("generate", text, "--model", str(tiny_bundle), "-o", str(out), "-q")
+    run = _yomiage("generate", text, "--model", str(test_voice), "-o", str(out), "-q")
     assert "Traceback" not in run.stderr
     # 345 letters spelled out (ダブリュー each) last over the 180 s a sentence may.
     limited = run.returncode == 1 and "a sentence may last at most" in run.stderr
@@ -145,10 +145,10 @@ def test_cli_generate_long_runs(tiny_bundle: Path, tmp_path: Path, text: str) ->
 
 @pytest.mark.parametrize("options", OUT_OF_RANGE, ids=lambda o: ",".join(o))
 def test_cli_generate_refuses_out_of_range_options(
-    tiny_bundle: Path, tmp_path: Path, options: dict[str, float]
+    test_voice: Path, tmp_path: Path, options: dict[str, float]
 ) -> None:
     flags = [item for k, v in options.items() for item in (f"--{k.replace('_', '-')}", str(v))]
-    run = _yomiage("generate", "こんにちは。", "--model", str(tiny_bundle), "-o",
+    run = _yomiage("generate", "こんにちは。", "--model", str(test_voice), "-o",
                    str(tmp_path / "x.wav"), *flags)  # fmt: skip
     assert run.returncode != 0 and "Traceback" not in run.stderr
     assert any(name in run.stderr for name in options), run.stderr
@@ -165,11 +165,11 @@ def test_cli_dict_refuses_a_reading_that_would_poison_every_start(tmp_path: Path
 # -- the server ----------------------------------------------------------------------
 
 
-def _start_server(tiny_bundle: Path) -> tuple[subprocess.Popen[str], str]:
-    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+def _start_server(test_voice: Path) -> tuple[subprocess.Popen[str], str]:
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={test_voice}",
                "--port", "0", "--threads", "2", "--dict-api", "write",
                "--max-concurrency", "2", "--max-audio-seconds", "300"]  # fmt: skip
-    env = {**os.environ, "YOMIAGE_USER_DICT": str(tiny_bundle.parent / "serve-dict.json")}
+    env = {**os.environ, "YOMIAGE_USER_DICT": str(test_voice.parent / "serve-dict.json")}
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
     assert process.stderr is not None
     for line in process.stderr:
@@ -189,10 +189,10 @@ def _worker_peak_mb(server_pid: int) -> int:
     return peak
 
 
-def test_server_answers_every_hostile_input_and_never_crashes(tiny_bundle: Path) -> None:
+def test_server_answers_every_hostile_input_and_never_crashes(test_voice: Path) -> None:
     """Each input ends in audio or a JSON 4xx; the worker never dies on the way."""
     httpx = pytest.importorskip("httpx")
-    process, url = _start_server(tiny_bundle)
+    process, url = _start_server(test_voice)
     try:
         with httpx.Client(base_url=url, timeout=CASE_SECONDS) as http:
             end = time.monotonic() + 60

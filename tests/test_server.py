@@ -11,7 +11,6 @@ import threading
 import time
 import wave
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,12 +30,9 @@ KEY = "test-key-123"
 
 
 @pytest.fixture(scope="module")
-def tts(tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TTS]:
-    words = tmp_path_factory.mktemp("server-dict") / "user_dict.json"
-    engine = TTS(bert_precision="fp32", threads=1, user_dictionary=words)
-    engine.load("tiny", source=tiny_bundle).load("tiny2", source=tiny_bundle)
-    yield engine.prepare()
-    engine.close()
+def tts(engine: TTS) -> TTS:
+    """The session's engine (words in memory; the dictionary tests remove what they add)."""
+    return engine
 
 
 @pytest.fixture(scope="module")

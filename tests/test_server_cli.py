@@ -32,9 +32,9 @@ def _wait_for_url(process: subprocess.Popen[str]) -> str:
     raise AssertionError("yomiage serve stopped before listening: " + "".join(seen))
 
 
-def test_serve_process_end_to_end(tiny_bundle: Path) -> None:
+def test_serve_process_end_to_end(test_voice: Path) -> None:
     env = {**os.environ, "YOMIAGE_API_KEY": "k-123"}
-    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={test_voice}",
                "--port", "0", "--threads", "1", "--voice-alias", "alloy=tiny"]  # fmt: skip
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     try:
@@ -86,9 +86,9 @@ def _worker_of(server_pid: int) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
-def test_serve_survives_sigsegv_in_its_worker(tiny_bundle: Path) -> None:
+def test_serve_survives_sigsegv_in_its_worker(test_voice: Path) -> None:
     """A native crash used to take the whole server down without a log line."""
-    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={test_voice}",
                "--port", "0", "--threads", "1"]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
@@ -110,11 +110,11 @@ def test_serve_survives_sigsegv_in_its_worker(tiny_bundle: Path) -> None:
     assert process.returncode in (0, 130)
 
 
-def test_sigterm_answers_queued_requests_with_503(tiny_bundle: Path) -> None:
+def test_sigterm_answers_queued_requests_with_503(test_voice: Path) -> None:
     """Requests waiting in the queue got nothing when the server was stopped."""
     import threading
 
-    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={test_voice}",
                "--port", "0", "--threads", "1", "--max-concurrency", "1"]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     results: dict[str, httpx.Response] = {}
@@ -150,11 +150,11 @@ def test_sigterm_answers_queued_requests_with_503(tiny_bundle: Path) -> None:
             process.wait()
 
 
-def test_stop_with_a_request_in_flight_exits(tiny_bundle: Path) -> None:
+def test_stop_with_a_request_in_flight_exits(test_voice: Path) -> None:
     """The server hung at exit when a request still waited on its worker."""
     import threading
 
-    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={tiny_bundle}",
+    command = [sys.executable, "-m", "yomiage", "serve", "--model", f"tiny={test_voice}",
                "--port", "0", "--threads", "1"]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     answers: list[int] = []

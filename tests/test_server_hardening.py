@@ -36,8 +36,8 @@ def _error(response: Any) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def worker(tiny_bundle: Path) -> Iterator[WorkerService]:
-    service = WorkerService(functools.partial(crashing_service.build, str(tiny_bundle)))
+def worker(test_voice: Path) -> Iterator[WorkerService]:
+    service = WorkerService(functools.partial(crashing_service.build, str(test_voice)))
     yield service
     service.close()
 
@@ -106,8 +106,8 @@ def test_worker_errors_keep_their_types(supervised: RunningServer) -> None:
         assert _error(too_noisy)["param"] == "noise_w"
 
 
-def test_dictionary_through_the_worker(tiny_bundle: Path, tmp_path: Path) -> None:
-    service = WorkerService(functools.partial(crashing_service.build, str(tiny_bundle)))
+def test_dictionary_through_the_worker(test_voice: Path, tmp_path: Path) -> None:
+    service = WorkerService(functools.partial(crashing_service.build, str(test_voice)))
     try:
         config = ServerConfig(warmup=False, dict_api="write")
         with serve(service, config) as running, running.client() as http:  # type: ignore[arg-type]
@@ -124,11 +124,8 @@ def test_dictionary_through_the_worker(tiny_bundle: Path, tmp_path: Path) -> Non
 
 
 @pytest.fixture(scope="module")
-def tts(tiny_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TTS]:
-    words = tmp_path_factory.mktemp("hardening-dict") / "user_dict.json"
-    engine = TTS(bert_precision="fp32", threads=1, user_dictionary=words)
-    yield engine.load("tiny", source=tiny_bundle).prepare()
-    engine.close()
+def tts(engine: TTS) -> TTS:
+    return engine
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, reference_cases
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
@@ -38,7 +38,7 @@ def _cases() -> list[dict[str, Any]]:
     return json.loads(path.read_text("utf-8"))["cases"] if path.exists() else []
 
 
-@pytest.mark.parametrize("case", _cases(), ids=lambda c: c["id"])
+@pytest.mark.parametrize("case", reference_cases("sbv2_tiny/cases/cases.json"))
 def test_text_to_audio_matches_reference(
     backend: TorchBackend, frontend: Frontend, case: dict[str, Any], voice: PyTorchVoice
 ) -> None:
