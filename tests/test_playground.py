@@ -20,6 +20,8 @@ from tests.serving import RunningServer, serve  # noqa: E402
 from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig  # noqa: E402
 
+pytestmark = pytest.mark.server
+
 KEY = "playground-key"
 
 
@@ -59,6 +61,7 @@ def _wait(page: Any, script: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.browser
 def test_type_click_listen_download(server: RunningServer, browser: Any) -> None:
     page = browser.new_page()
     problems: list[str] = []
@@ -95,6 +98,7 @@ def test_type_click_listen_download(server: RunningServer, browser: Any) -> None
     page.close()
 
 
+@pytest.mark.browser
 def test_page_shows_server_errors(server: RunningServer, browser: Any) -> None:
     page = browser.new_page()
     page.goto(server.url + "/")

@@ -189,6 +189,7 @@ def _worker_peak_mb(server_pid: int) -> int:
     return peak
 
 
+@pytest.mark.server
 def test_server_answers_every_hostile_input_and_never_crashes(test_voice: Path) -> None:
     """Each input ends in audio or a JSON 4xx; the worker never dies on the way."""
     httpx = pytest.importorskip("httpx")

@@ -24,6 +24,8 @@ from tests.serving import RunningServer, serve  # noqa: E402
 from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig  # noqa: E402
 
+pytestmark = pytest.mark.server
+
 TEXT = "こんにちは。今日はいい天気ですね。"
 LONG = "今日はいい天気ですね。" * 100  # about six seconds of work for the tiny voice
 KEY = "test-key-123"

@@ -19,6 +19,8 @@ httpx = pytest.importorskip("httpx")
 from yomiage.cli import main  # noqa: E402
 from yomiage.cli.serve import _is_loopback  # noqa: E402
 
+pytestmark = pytest.mark.server
+
 
 def _wait_for_url(process: subprocess.Popen[str]) -> str:
     """The URL ``yomiage serve`` prints once it listens (after a line saying it loads)."""

@@ -24,6 +24,8 @@ from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig  # noqa: E402
 from yomiage.server.worker import WorkerService  # noqa: E402
 
+pytestmark = pytest.mark.server
+
 
 def _error(response: Any) -> dict[str, Any]:
     body = response.json()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, require_fixtures
+from tests.conftest import TEST_VOICES
 from tests.sources_servers import LFS_MIN, TOKEN, HubState, fake_hub
 from yomiage.cli import main
 from yomiage.errors import (
@@ -41,15 +41,14 @@ from yomiage.sources import (
     resolve_name,
 )
 
-MODEL = FIXTURES / "sbv2_tiny" / "model"
-BIG = "sbv2_tiny_e1_s100.safetensors"
+MODEL = TEST_VOICES / "hayakoe"  # a voice folder as the hub holds one
+BIG = "synthesizer.onnx"  # the one large file the repository below holds (3.5 MB)
 SRC = "hf://test/voice/tiny"
 
 
 def _fixture_files() -> dict[str, bytes]:
-    if not MODEL.is_dir():
-        pytest.skip(f"shared fixtures not found at {MODEL}")
-    return {p.name: p.read_bytes() for p in sorted(MODEL.iterdir())}
+    names = ("config.json", "style_vectors.npy", BIG)
+    return {name: (MODEL / name).read_bytes() for name in names}
 
 
 @pytest.fixture(autouse=True)
@@ -162,7 +161,6 @@ def test_hub_web_address_on_a_mirror(hub: HubState) -> None:
 
 
 def test_local_sources(tmp_path: Path) -> None:
-    require_fixtures()
     assert resolve(MODEL) == MODEL
     assert resolve(str(MODEL)) == MODEL
     assert resolve(MODEL.as_uri()) == MODEL

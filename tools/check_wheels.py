@@ -209,7 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--extra-req", nargs="+", default=[], help="also check these requirements")
     ap.add_argument("--no-project", action="store_true", help="check only --extra-req")
     ap.add_argument("--output", type=Path, help="also write the Markdown report here")
-    ap.add_argument("--pip-python", default=sys.executable, help="interpreter whose pip to run")
+    ap.add_argument(
+        "--pip-python",
+        help="interpreter whose pip (>= 24.1) to run (default: this one if its pip is new "
+        "enough, else a temporary virtual environment with the newest pip)",
+    )
     ap.add_argument("--pip-config", action="store_true", help="honour local pip configuration")
     ap.add_argument("--jobs", type=int, default=4, help="parallel pip resolutions")
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -220,8 +224,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     platforms = [p for p in PLATFORMS if p.key in args.platform]
     pythons = [p for p in PYTHONS if p in args.python]
     env = pip_env(args.pip_config)
-    version = [args.pip_python, "-m", "pip", "--version"]
-    pip = subprocess.run(version, capture_output=True, text=True, env=env, check=True).stdout
+    with tempfile.TemporaryDirectory(prefix="check-wheels-") as scratch:
+        pip_python = args.pip_python or _new_enough_pip(sys.executable, env, Path(scratch))
+        return _run(args, argv, reqs, platforms, pythons, env, pip_python)
+
+
+def _pip_version(python: str, env: dict[str, str]) -> str:
+    command = [python, "-m", "pip", "--version"]
+    return subprocess.run(command, capture_output=True, text=True, env=env, check=True).stdout
+
+
+def _new_enough_pip(python: str, env: dict[str, str], scratch: Path) -> str:
+    """``python`` if its pip is >= 24.1, else a fresh venv's interpreter with the newest pip.
+
+    Older pips check Requires-Python against their own interpreter, not
+    --python-version (pypa/pip#12216), and would skip versions a target can run.
+    """
+    try:
+        if Version(_pip_version(python, env).split()[1]) >= Version("24.1"):
+            return python
+    except (subprocess.CalledProcessError, IndexError):
+        pass
+    venv = scratch / "pip"
+    print(f"making a virtual environment with a recent pip in {venv}", file=sys.stderr)
+    subprocess.run([python, "-m", "venv", str(venv)], check=True)
+    fresh = str(venv / ("Scripts" if os.name == "nt" else "bin") / "python")
+    subprocess.run([fresh, "-m", "pip", "install", "-q", "--upgrade", "pip"], check=True, env=env)
+    return fresh
+
+
+def _run(
+    args: argparse.Namespace,
+    argv: list[str],
+    reqs: list[str],
+    platforms: list[Platform],
+    pythons: list[str],
+    env: dict[str, str],
+    pip_python: str,
+) -> int:
+    pip = _pip_version(pip_python, env)
     if Version(pip.split()[1]) < Version("24.1"):  # it would skip versions the target can run
         sys.exit(
             f"{pip.split(' from ')[0]} checks Requires-Python against its own interpreter, "
@@ -229,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     combos = [(py, plat) for plat in platforms for py in pythons]
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-        jobs = [pool.submit(check, args.pip_python, py, plat, reqs, env) for py, plat in combos]
+        jobs = [pool.submit(check, pip_python, py, plat, reqs, env) for py, plat in combos]
         results = [job.result() for job in jobs]
 
     when = dt.datetime.now(dt.timezone.utc).strftime("%a %b %d %H:%M:%S UTC %Y")

@@ -230,7 +230,7 @@ def convert_once(
     with cache.lock(target.name):
         if (target / marker).is_file():  # another process converted it meanwhile
             return target
-        log.warning("converting %s to ONNX in %s; this happens once", folder, target)
+        log.info("converting %s to ONNX in %s (once; it takes minutes)", folder, target)
         with cache.staging(target) as work:
             try:
                 convert(folder, work / "bundle")

@@ -53,8 +53,9 @@ def format_for(path: Path | str, fmt: str | None = None) -> str:
     suffix = Path(path).suffix.lower()
     if suffix not in _SUFFIXES:
         raise AudioFormatError(
-            f"cannot tell the audio format from {str(path)!r}; use a suffix among "
-            f"{', '.join(sorted(_SUFFIXES))} or pass fmt="
+            f"cannot tell the audio format from {str(path)!r}: use a suffix among "
+            f"{', '.join(sorted(_SUFFIXES))}, or name the format (--format on the command "
+            "line, fmt= in Python)"
         )
     return _SUFFIXES[suffix]
 

@@ -2,15 +2,19 @@
 
 Everything is written into a temporary folder beside the target and renamed
 into place only after the parity check passed, so a failed or interrupted
-conversion never leaves a bundle that looks complete.
+conversion never leaves a bundle that looks complete. ``progress`` is told
+each step as it starts (a full-size voice and BERT take minutes); the
+exporters' own warnings, meant for their developers, are kept quiet.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import shutil
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +39,30 @@ PROBE_FRAMES = 57
 TOLERANCE = 1e-4
 
 
+Progress = Callable[[str], None]
+
+
 class ConversionError(YomiageError):
     """The exported graphs disagree with PyTorch, or a conversion step failed."""
+
+
+def _silent(message: str) -> None:
+    """The default ``progress``: nothing."""
+
+
+@contextlib.contextmanager
+def quiet_exporters() -> Iterator[None]:
+    """Hide torch.onnx's and ONNX Runtime's warnings to their developers (deprecations,
+    shape-inference notes, "consider pre-processing") while a conversion runs."""
+    root = logging.getLogger()
+    level = root.level
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        root.setLevel(max(level, logging.ERROR))
+        try:
+            yield
+        finally:
+            root.setLevel(level)
 
 
 @dataclass(frozen=True)
@@ -122,6 +148,7 @@ def convert_voice(
     *,
     decoder_int8: bool = False,
     bert_features: Callable[[list[str]], Any] | None = None,
+    progress: Progress = _silent,
 ) -> tuple[Path, Parity]:
     """Export an SBV2 voice folder to a voice bundle at ``out_dir`` (replaced if present).
 
@@ -130,12 +157,16 @@ def convert_voice(
     (zeros without it); its error against float32 goes into ``voice.json``.
     """
     _check_replaceable(out_dir, "voice.json")
+    progress(f"loading the voice {sbv2_dir}")
     voice = load_voice(sbv2_dir)
-    with _staged(out_dir) as work:
+    with _staged(out_dir) as work, quiet_exporters():
         raw = work / "raw"
+        progress("exporting the encoder, flow and decoder to ONNX")
         for name, path in export_graphs(voice.model, raw).items():
+            progress(f"optimizing {name}.onnx")
             optimize_graph(path, work / f"{name}.onnx")
         np.save(work / "style_vectors.npy", voice.styles.vectors)
+        progress("checking the graphs against PyTorch")
         parity = _probe(voice, work)
         if not parity.ok():
             raise ConversionError(
@@ -143,6 +174,8 @@ def convert_voice(
                 f"durations equal {parity.durations_equal}, flow {parity.flow:.3g}, "
                 f"audio {parity.audio:.3g}; no bundle written"
             )
+        if decoder_int8:
+            progress("calibrating and checking the int8 decoder")
         int8 = (
             _int8_decoder(voice, raw / "decoder.onnx", work, bert_features)
             if decoder_int8
@@ -212,6 +245,7 @@ def convert_bert(
     *,
     tokenizer_dir: Path | None = None,
     quantize: str | Sequence[str] = "q8",
+    progress: Progress = _silent,
 ) -> tuple[Path, dict[str, float]]:
     """Export the BERT to ``bert.onnx`` (+ ``bert_q8.onnx`` and/or ``bert_q4.onnx``) and
     ``tokenizer.json``; returns the largest feature error of each graph vs PyTorch.
@@ -227,17 +261,25 @@ def convert_bert(
     if not set(wanted) <= {"q8", "q4"}:
         raise ConversionError(f"quantize must be q8, q4, both or none, not {quantize!r}")
     _check_replaceable(out_dir, "bert.json")
+    progress(f"loading the BERT {bert_dir}")
     bert = TorchBert(bert_dir, tokenizer_dir)
-    with _staged(out_dir) as work:
+    with _staged(out_dir) as work, quiet_exporters():
         raw = work / "raw"
+        progress("exporting the BERT to ONNX (the longest step)")
         plain = {"fp32": export_bert(bert, raw / "bert.onnx")}
         if wanted:
+            progress("folding constants")
             folded = optimize_graph(plain["fp32"], raw / "folded.onnx", basic=True)
         for precision in dict.fromkeys(wanted):
+            progress(f"quantizing the BERT to {precision}")
             quantizer = quantize_q8 if precision == "q8" else quantize_q4
             plain[precision] = quantizer(folded, raw / f"bert_{precision}.onnx")
-        graphs = {p: optimize_graph(g, work / g.name) for p, g in plain.items()}
+        graphs = {}
+        for precision, graph in plain.items():
+            progress(f"optimizing {graph.name}")
+            graphs[precision] = optimize_graph(graph, work / graph.name)
         shutil.rmtree(raw)
+        progress("checking the BERT's features against PyTorch")
         bert.tokenizer.save(work / "tokenizer.json")
         texts = ["今日はいい天気ですね。", "えっ！？本当に……そうなの？", "GitHubでJSONを公開。"]
         reference = [f.numpy() for f in bert.features(texts)]

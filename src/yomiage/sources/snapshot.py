@@ -112,7 +112,8 @@ def _fill(snapshot: Snapshot, request: Request, remote: Remote) -> None:
             if checked is not None:
                 records.append(checked)
                 continue
-        log.info("downloading %s from %s", rel, source)
+        size = f" ({remote_file.size / 1e6:.1f} MB)" if remote_file.size else ""
+        log.info("downloading %s%s from %s", rel, size, source)
         records.append(
             fetch_file(
                 listing.opener, remote_file, target, source=source, cache_root=snapshot.cache_root

@@ -10,6 +10,7 @@ complete. A cut transfer leaves the partial, which the next attempt resumes
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -60,6 +61,16 @@ class Listing:
     revision: str
     files: tuple[RemoteFile, ...]
     opener: Opener
+
+
+log = logging.getLogger(__name__)
+PROGRESS_SECONDS = 5.0  # how often a long download says how far it is
+
+
+def _amount(done: int, total: int | None) -> str:
+    if total:
+        return f"{done / 1e6:.0f} of {total / 1e6:.0f} MB ({100 * done / total:.0f} %)"
+    return f"{done / 1e6:.0f} MB"
 
 
 def partial_path(target: Path) -> Path:
@@ -113,6 +124,7 @@ def fetch_file(
             else:
                 sha, git = hashlib.sha256(), _git_hasher(remote)
             written = start
+            shown = time.monotonic()
             with part.open("r+b" if start else "wb") as f:
                 f.seek(start)
                 f.truncate()
@@ -122,6 +134,9 @@ def fetch_file(
                     if git is not None:
                         git.update(chunk)
                     written += len(chunk)
+                    if time.monotonic() - shown >= PROGRESS_SECONDS:
+                        shown = time.monotonic()
+                        log.info("%s: %s", remote.path, _amount(written, remote.size))
                 f.flush()
                 os.fsync(f.fileno())
         except OSError as exc:
