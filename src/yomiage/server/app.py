@@ -24,9 +24,9 @@ from fastapi.responses import Response
 
 from yomiage._version import __version__
 from yomiage.engine import TTS
-from yomiage.server import errors
 from yomiage.server.config import ServerConfig
 from yomiage.server.dictionary_routes import add_dictionary_routes
+from yomiage.server.errors import install as install_error_handlers
 from yomiage.server.limits import AdmissionGate
 from yomiage.server.metrics import CONTENT_TYPE, ServerMetrics
 from yomiage.server.middleware import GuardMiddleware, MetricsMiddleware, ShieldMiddleware
@@ -95,7 +95,7 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
         lifespan=lifespan,
     )
     app.state.yomiage = state
-    errors.install(app)
+    install_error_handlers(app)
     app.add_middleware(GuardMiddleware, config=config)
     if config.cors_origins:
         from starlette.middleware.cors import CORSMiddleware
