@@ -15,8 +15,9 @@ every loop is bounded in time and count.
 
 Per phase: requests served, 429s, other errors, audio seconds produced per
 wall second, latency and time to first byte (p50/p95/p99), and the server's
-RSS before and after (from /proc). Below the server's limit + queue there
-should be no errors; above it, 429s and no growth in memory.
+RSS before and after (from /proc, the server and its worker process together).
+Below the server's limit + queue there should be no errors; above it, 429s and
+no growth in memory.
 """
 
 from __future__ import annotations
@@ -56,12 +57,21 @@ class Phase:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def rss_mb(pid: int) -> tuple[float, float]:
-    """(current, peak) resident memory of ``pid`` in MB."""
+def _process_rss(pid: int) -> tuple[float, float]:
     status = Path(f"/proc/{pid}/status").read_text()
     now = int(re.search(r"VmRSS:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
     peak = int(re.search(r"VmHWM:\s+(\d+)", status).group(1))  # type: ignore[union-attr]
     return now / 1024, peak / 1024
+
+
+def rss_mb(pid: int) -> tuple[float, float]:
+    """(current, peak) resident memory in MB of the server ``pid`` and its children (the
+    engine's worker process; the peaks are summed, an upper bound of the joint peak)."""
+    pids = [pid]
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        pids += [int(c) for c in (task / "children").read_text().split()]
+    sizes = [_process_rss(p) for p in pids if Path(f"/proc/{p}/status").exists()]
+    return sum(now for now, _ in sizes), sum(peak for _, peak in sizes)
 
 
 def percentile(values: list[float], q: float) -> float:
