@@ -44,7 +44,8 @@ def tts(engine: TTS) -> TTS:
 @pytest.fixture(scope="module")
 def reference_tts(reference_bundle: Path) -> Iterator[TTS]:
     """The reference fixture voice, its BERT in float32 (as the reference ran it)."""
-    engine = TTS(bert_precision="fp32", threads=2).load("tiny", source=f"file://{reference_bundle}")
+    engine = TTS(bert_precision="fp32", decoder_precision="fp32", threads=2)
+    engine.load("tiny", source=f"file://{reference_bundle}")
     yield engine.prepare()
     engine.close()
 

@@ -14,7 +14,7 @@ from tests.conftest import FIXTURES, reference_cases, require_fixtures
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.chunking import clause_ends, flow_spans
+from yomiage.runtime.chunking import clause_ends, flow_spans, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_voice import Windowing
 from yomiage.runtime.voice import decode, encode
@@ -30,7 +30,8 @@ def bundle(test_voice: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def backend(bundle: Path) -> OnnxBackend:
-    return OnnxBackend(bundle / "bert", threads=2)
+    """float32 everywhere (OpenVINO's where installed), so windows can be compared exactly."""
+    return OnnxBackend(bundle / "bert", threads=2, decoder_precision="fp32")
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +42,9 @@ def voice(backend: OnnxBackend, bundle: Path) -> Any:
 @pytest.fixture(scope="module")
 def reference_backend(reference_bundle: Path) -> OnnxBackend:
     """The reference fixture voice's BERT in float32, as the reference ran it."""
-    return OnnxBackend(reference_bundle / "bert", precision="fp32", threads=2)
+    return OnnxBackend(
+        reference_bundle / "bert", precision="fp32", threads=2, decoder_precision="fp32"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -79,10 +82,15 @@ def test_text_to_audio_matches_reference(
             assert float(np.abs(audio - reference).max()) <= 1e-4
 
 
-@pytest.mark.parametrize("window", [1, 7, 16, 64, 10_000])
+@pytest.mark.parametrize(
+    ("first", "window"), [(1, 1), (7, 7), (16, 16), (64, 64), (10_000, 10_000), (1, 64), (5, 40),
+                          (32, 512)]
+)  # fmt: skip
 def test_windowed_decoding_equals_whole(
-    backend: OnnxBackend, frontend: Frontend, window: int, voice: Any
+    backend: OnnxBackend, frontend: Frontend, first: int, window: int, voice: Any
 ) -> None:
+    """Fixed windows and windows that grow from a small first one: the same samples as
+    decoding the sentence at once."""
     options = SynthesisOptions(seed=3)
     sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
     [encoded] = encode(backend, voice, sentence, options, backend.new_rng(3))
@@ -92,15 +100,15 @@ def test_windowed_decoding_equals_whole(
     mean = np.repeat(m_p, encoded.durations, axis=2)
     eps = rng.standard_normal(mean.shape, dtype=np.float32)
     z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
-    z = voice.flow.run(None, {"z_p": z_p, "g": g})[0]
-    whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
+    z = voice.flow.run({"z_p": z_p, "g": g})[0]
+    whole = voice.decoder.run({"z": z, "g": g})[0][0, 0]
     saved = voice.windowing
-    voice.windowing = Windowing(window, window)
+    voice.windowing = Windowing(window, first)
     try:
         pieces = list(voice.decode_windows(encoded, options, backend.new_rng(5)))
     finally:
         voice.windowing = saved
-    assert len(pieces) == -(-z.shape[2] // window)
+    assert len(pieces) == len(list(windows(z.shape[2], window, 0, first)))
     stitched = np.concatenate(pieces)
     assert stitched.shape == whole.shape
     assert float(np.abs(stitched - whole).max()) <= 1e-5
@@ -125,9 +133,9 @@ def test_long_sentence_goes_through_the_flow_in_spans(
     )
     assert (len(spans) > 1) == (z_p.shape[2] > flow_frames)
     z = np.concatenate(
-        [voice.flow.run(None, {"z_p": z_p[:, :, a:b], "g": g})[0] for a, b in spans], axis=2
+        [voice.flow.run({"z_p": z_p[:, :, a:b], "g": g})[0] for a, b in spans], axis=2
     )
-    whole = voice.decoder.run(None, {"z": z, "g": g})[0][0, 0]
+    whole = voice.decoder.run({"z": z, "g": g})[0][0, 0]
     saved = voice.windowing
     voice.windowing = Windowing(7, 5, flow_frames, first_flow_frames)
     try:
@@ -283,9 +291,12 @@ def test_first_window_is_short_so_audio_starts_early(
     [encoded] = encode(
         backend, voice, [frontend.g2p("駅前の小さな喫茶店で古い友人と会った。")], options, rng
     )
-    assert encoded.n_frames > voice.windowing.window_frames
+    assert encoded.n_frames > 4 * voice.windowing.first_window_frames
     pieces = list(voice.decode_windows(encoded, options, rng))
     hop = voice.info.hop_length
-    assert len(pieces[0]) == voice.windowing.first_window_frames * hop
-    assert all(len(p) == voice.windowing.window_frames * hop for p in pieces[1:-1])
+    first, cap = voice.windowing.first_window_frames, voice.windowing.window_frames
+    sizes = [len(p) // hop for p in pieces]
+    assert sizes[0] == first
+    # Each next window twice the one before, up to the cap: little context recomputed.
+    assert sizes[:-1] == [min(cap, first * 2**i) for i in range(len(sizes) - 1)]
     assert sum(map(len, pieces)) == encoded.n_frames * hop

@@ -18,6 +18,7 @@ from yomiage.artifacts import Artifacts
 from yomiage.errors import ModelLoadError, NotPreparedError
 from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.placement import check_decoder_precision
 from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import lookup
 from yomiage.speaker import Speaker
@@ -55,9 +56,11 @@ class TTS:
     ``yomiage convert``, HayaKoe's ``onnx/bert/q8``), else the catalog's.
     On CPU, SBV2 folders are converted to ONNX once (needs ``yomiage[torch]``)
     and kept in the cache. ``threads`` sets intra-op threads (default:
-    physical cores). ``decoder_precision="int8"`` runs the opt-in int8 decoder
-    of bundles converted with ``--decoder int8`` (about 2x faster decoding; its
-    error against float32 is recorded in the bundle's ``voice.json``).
+    physical cores). ``decoder_precision`` picks the decoder's arithmetic:
+    ``"auto"`` (bfloat16 on OpenVINO where the CPU computes it natively, about
+    2x faster at ~40 dB SNR against float32; float32 elsewhere), ``"fp32"``,
+    ``"bf16"`` or ``"int8"`` (the opt-in int8 decoder of bundles converted with
+    ``--decoder int8``; its error is recorded in the bundle's ``voice.json``).
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     ``user_dictionary``: the engine's words (:meth:`add_word`) live in memory
@@ -78,7 +81,7 @@ class TTS:
         user_dictionary: UserDictionary | Path | str | None = None,
         offline: bool | None = None,
         token: str | None = None,
-        decoder_precision: str = "fp32",
+        decoder_precision: str = "auto",
         limits: Limits | None = None,
     ) -> None:
         self.device = _check_device(device)
@@ -94,12 +97,11 @@ class TTS:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):  # fmt: skip
             raise ValueError(f"threads must be a positive integer, not {threads!r}")
-        if decoder_precision not in ("fp32", "int8"):
+        check_decoder_precision(decoder_precision)
+        if decoder_precision in ("bf16", "int8") and backend != "onnx":
             raise ValueError(
-                f"decoder_precision must be 'fp32' or 'int8', not {decoder_precision!r}"
+                f"decoder_precision={decoder_precision!r} exists on the CPU backend only"
             )
-        if decoder_precision != "fp32" and backend != "onnx":
-            raise ValueError("decoder_precision='int8' exists on the ONNX (CPU) backend only")
         self.decoder_precision = decoder_precision
         self.backend_name = backend
         self.bert_precision = bert_precision
@@ -259,6 +261,7 @@ class TTS:
                 tokenizer_dir=tokenizer_dir,
                 decoder_precision=self.decoder_precision,
                 verified_dir=self._artifacts.cache.root / "verified",
+                compiled_dir=self._artifacts.cache.root / "openvino",
             )
         try:
             from yomiage.runtime.torch_backend import TorchBackend

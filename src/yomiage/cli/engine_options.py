@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.errors import OptionError
 from yomiage.options import OptionFields, SynthesisOptions
+from yomiage.runtime.placement import DECODER_PRECISIONS
 
 if TYPE_CHECKING:
     from yomiage.engine import TTS
@@ -59,9 +60,10 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None
     )
     engine.add_argument(
         "--decoder",
-        choices=["fp32", "int8"],
-        default="fp32",
-        help="decoder precision on CPU: int8 needs a bundle converted with --decoder int8",
+        choices=list(DECODER_PRECISIONS),
+        default="auto",
+        help="decoder precision on CPU: auto (bf16 where the CPU has it natively, else "
+        "fp32), fp32, bf16, or int8 (needs a bundle converted with --decoder int8)",
     )
     engine.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $YOMIAGE_CACHE)")
     engine.add_argument(

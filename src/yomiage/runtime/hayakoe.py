@@ -18,13 +18,12 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.layouts import DURATION_PREDICTOR, SYNTHESIZER
-from yomiage.runtime.onnx_session import input_names, load_session
 from yomiage.runtime.onnx_voice import SentenceFeeds, sentence_feeds
+from yomiage.runtime.sessions import Sessions
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
 from yomiage.sbv2.config import load_config
 from yomiage.sbv2.styles import StyleTable, load_styles
@@ -34,7 +33,7 @@ from yomiage.text.g2p import Phonemes
 class HayakoeVoice:
     """A HayaKoe ONNX speaker folder."""
 
-    def __init__(self, folder: Path, options: ort.SessionOptions) -> None:
+    def __init__(self, folder: Path, sessions: Sessions) -> None:
         config = load_config(folder / "config.json")
         self.info = VoiceInfo(
             sample_rate=config.sampling_rate,
@@ -46,21 +45,21 @@ class HayakoeVoice:
             whole_utterance=True,
         )
         self.styles: StyleTable = load_styles(folder / "style_vectors.npy", config.style2id)
-        self.synthesizer = load_session(folder / SYNTHESIZER, options)
-        self._inputs = input_names(self.synthesizer)
+        self.synthesizer = sessions.open(folder / SYNTHESIZER)
+        self._inputs = self.synthesizer.input_names
         required = {"x", "x_lengths", "sid", "tone", "language", "bert", "style_vec"}
         if not required <= self._inputs:
             raise ModelLoadError(
                 f"{folder / SYNTHESIZER}: inputs {sorted(self._inputs)} lack "
                 f"{sorted(required - self._inputs)} (not a HayaKoe/SBV2 synthesizer export)"
             )
-        bert_shape = next(i.shape for i in self.synthesizer.get_inputs() if i.name == "bert")
+        bert_shape = self.synthesizer.input_shape("bert")
         if not isinstance(bert_shape[1], int):
             raise ModelLoadError(f"{folder / SYNTHESIZER}: the bert input has no fixed width")
         self.bert_dim = bert_shape[1]
-        self._outputs = [o.name for o in self.synthesizer.get_outputs()]
+        self._outputs = self.synthesizer.output_names
         dp_path = folder / DURATION_PREDICTOR
-        self.duration_predictor = load_session(dp_path, options) if dp_path.is_file() else None
+        self.duration_predictor = sessions.open(dp_path) if dp_path.is_file() else None
         if "durations" not in self._outputs and self.duration_predictor is None:
             raise ModelLoadError(
                 f"{folder}: the synthesizer has no durations output and there is no "
@@ -87,10 +86,6 @@ class HayakoeVoice:
         feeds.update({k: np.array([v], dtype=np.float32) for k, v in scalar.items()})
         return feeds
 
-    def _run(self, session: ort.InferenceSession, feeds: dict[str, Any]) -> list[Any]:
-        names = input_names(session)
-        return list(session.run(None, {k: v for k, v in feeds.items() if k in names}))
-
     def encode(
         self,
         sentences: Sequence[Phonemes],
@@ -103,7 +98,7 @@ class HayakoeVoice:
         for phonemes, hidden in zip(sentences, features, strict=True):
             x = sentence_feeds(self.info, self.styles, phonemes, hidden, options)
             feeds = self._feeds(x, options)
-            outputs = dict(zip(self._outputs, self._run(self.synthesizer, feeds), strict=True))
+            outputs = dict(zip(self._outputs, self.synthesizer.run(feeds), strict=True))
             audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
             if "durations" in outputs:
                 durations = outputs["durations"][0].astype(np.int64)
@@ -129,7 +124,7 @@ class HayakoeVoice:
     def _predicted(self, feeds: dict[str, Any]) -> npt.NDArray[np.int64] | None:
         if self.duration_predictor is None:
             return None
-        return np.asarray(self._run(self.duration_predictor, feeds)[0][0], dtype=np.int64)
+        return np.asarray(self.duration_predictor.run(feeds)[0][0], dtype=np.int64)
 
     def decode_windows(
         self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any

@@ -1,4 +1,5 @@
-"""The ONNX Runtime backend: CPU synthesis with onnxruntime, numpy and tokenizers only.
+"""The CPU backend: ONNX graphs on ONNX Runtime (and OpenVINO where it is faster),
+numpy and tokenizers; no torch.
 
 One BERT session serves every voice. Voices are yomiage bundles
 (:class:`~yomiage.runtime.onnx_voice.BundleVoice`: windowed decoding,
@@ -20,7 +21,14 @@ from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_session import session_options
-from yomiage.runtime.onnx_voice import DECODERS, BundleVoice, Windowing
+from yomiage.runtime.onnx_voice import BundleVoice, Windowing
+from yomiage.runtime.placement import (
+    VoicePlacement,
+    check_decoder_precision,
+    resolve_decoder_precision,
+    voice_placement,
+)
+from yomiage.runtime.sessions import Sessions
 from yomiage.text.g2p import Phonemes
 
 __all__ = ["BERT_PRECISIONS", "OnnxBackend", "session_options"]
@@ -40,42 +48,60 @@ class OnnxBackend:
         threads: int | None = None,
         tokenizer_dir: Path | str | None = None,
         windowing: Windowing | None = None,
-        decoder_precision: str = "fp32",
+        decoder_precision: str = "auto",
         verified_dir: Path | None = None,
+        compiled_dir: Path | None = None,
+        openvino: bool | None = None,
     ) -> None:
-        """``decoder_precision="int8"`` runs the opt-in int8 decoder of bundles that have one.
-        Bundles are checked against their recorded sha256 as they load; ``verified_dir``
-        remembers which files were (:mod:`yomiage.runtime.integrity`)."""
-        if decoder_precision not in DECODERS:
-            raise ValueError(f"decoder_precision must be one of {', '.join(DECODERS)}")
-        self.decoder_precision = decoder_precision
+        """``decoder_precision``: ``auto`` (bf16 on OpenVINO where the CPU has native
+        bfloat16, else fp32), ``fp32``, ``bf16`` or ``int8`` (the opt-in int8 decoder of
+        bundles that have one). Bundles are checked against their recorded sha256 as
+        they load; ``verified_dir`` remembers which files were
+        (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's compiled
+        graphs (:class:`~yomiage.runtime.sessions.Sessions`); ``openvino=False`` runs every
+        graph on ONNX Runtime."""
+        self.decoder_precision = check_decoder_precision(decoder_precision)
         self.verified_dir = verified_dir
-        self.options = session_options(threads)
+        self.sessions = Sessions(threads, cache_dir=compiled_dir, openvino=openvino)
+        self.options = self.sessions.ort_options
         self.windowing = windowing or Windowing()
+        self._placement: VoicePlacement | None = None
         self.bert = OnnxBert(
             Path(bert_dir),
-            self.options,
+            self.sessions,
             precision=precision,
             tokenizer_dir=Path(tokenizer_dir) if tokenizer_dir is not None else None,
             verified_dir=verified_dir,
         )
+
+    @property
+    def placement(self) -> VoicePlacement:
+        """Where bundles' graphs run (resolved on first use: it may import OpenVINO)."""
+        if self._placement is None:
+            # int8 runs on ONNX Runtime: no need to start OpenVINO for it.
+            has = self.decoder_precision != "int8" and self.sessions.has_openvino
+            precision = resolve_decoder_precision(
+                self.decoder_precision, openvino=has, native_bf16=has and self.sessions.native_bf16
+            )
+            self._placement = voice_placement(precision, openvino=has)
+        return self._placement
 
     def load_voice(self, folder: Path | str) -> OnnxVoice:
         """A yomiage bundle (``voice.json``) or a HayaKoe speaker folder."""
         folder = Path(folder)
         voice: OnnxVoice
         if detect_layout(folder) is VoiceLayout.HAYAKOE:
-            if self.decoder_precision != "fp32":
+            if self.decoder_precision in ("bf16", "int8"):
                 raise ModelLoadError(
                     f"{folder}: decoder_precision={self.decoder_precision!r} needs a bundle "
-                    "from `yomiage convert --decoder int8`, not a HayaKoe export"
+                    "from `yomiage convert`, not a HayaKoe export (one graph, float32)"
                 )
-            voice = HayakoeVoice(folder, self.options)
+            voice = HayakoeVoice(folder, self.sessions)
         else:
             voice = BundleVoice(
                 folder,
-                self.options,
-                decoder_precision=self.decoder_precision,
+                self.sessions,
+                self.placement,
                 windowing=self.windowing,
                 verified_dir=self.verified_dir,
             )

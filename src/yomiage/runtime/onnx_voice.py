@@ -1,8 +1,11 @@
-"""A yomiage voice bundle run with ONNX Runtime: encoder, flow, windowed decoder.
+"""A yomiage voice bundle: encoder, flow, windowed decoder, each an ONNX graph.
 
+Each graph runs where :mod:`yomiage.runtime.placement` puts it (ONNX Runtime,
+or OpenVINO for the decoder) through :class:`~yomiage.runtime.sessions.Sessions`.
 Noise is drawn with numpy from the request's generator and fed to the graphs,
 so a seed reproduces the audio exactly. The decoder runs over windows padded
-by the generator's receptive field (:mod:`yomiage.runtime.chunking`).
+by the generator's receptive field that grow from a small first one
+(:mod:`yomiage.runtime.chunking`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from yomiage.bert.features import expand_to_phones
 from yomiage.errors import ModelLoadError
@@ -31,15 +33,12 @@ from yomiage.runtime.chunking import (
 )
 from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
-from yomiage.runtime.onnx_session import input_names, load_session
+from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement
+from yomiage.runtime.sessions import Sessions
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import ModelInputs, to_model_inputs
-
-# decoder_precision -> graph. int8: opt-in, about 2x faster decoding at ~27 dB SNR
-# against float32 on a full-size random voice (yomiage.export.decoder_int8).
-DECODERS = {"fp32": "decoder.onnx", "int8": "decoder_int8.onnx"}
 
 
 @dataclass(frozen=True)
@@ -72,7 +71,8 @@ def sentence_feeds(
 
 @dataclass(frozen=True)
 class Windowing:
-    """Frames per decoder window (the first may be smaller) and per flow span."""
+    """Frames per decoder window (the first is smaller, the next ones grow up to
+    ``window_frames``) and per flow span."""
 
     window_frames: int = DEFAULT_WINDOW_FRAMES
     first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
@@ -91,26 +91,33 @@ class BundleVoice:
     def __init__(
         self,
         folder: Path,
-        options: ort.SessionOptions,
+        sessions: Sessions,
+        placement: VoicePlacement,
         *,
-        decoder_precision: str = "fp32",
         windowing: Windowing | None = None,
         verified_dir: Path | None = None,
     ) -> None:
         """``verified_dir``: where to remember files already checked (see
         :mod:`yomiage.runtime.integrity`); every file read is checked either way."""
         m: VoiceManifest = read_manifest(folder)
-        decoder = DECODERS.get(decoder_precision)
-        if decoder is None:
-            raise ValueError(f"decoder_precision must be one of {', '.join(DECODERS)}")
+        decoder = placement.decoder_graph
         if not m.file(decoder).is_file():
             raise ModelLoadError(
                 f"{folder} has no {decoder}: convert the voice with "
-                "`yomiage convert ... --decoder int8` for decoder_precision='int8'"
+                f"`yomiage convert ... --decoder int8` for decoder_precision='int8'"
             )
-        verify_files(folder, m.files, used_files(m.files, decoder, DECODERS.values()), verified_dir)
+        verify_files(
+            folder, m.files, used_files(m.files, decoder, DECODER_GRAPHS.values()), verified_dir
+        )
         self.manifest = m
         self.windowing = windowing or Windowing()
+        self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder)
+        self.flow = sessions.open(m.file("flow.onnx"), placement.flow)
+        self.decoder = sessions.open(
+            m.file(decoder), placement.decoder, sha256=m.files.get(decoder)
+        )
+        # What actually runs: OpenVINO may have been missing or refused a graph.
+        self.placement = placement.running(self.decoder.placement)
         self.info = VoiceInfo(
             sample_rate=m.sampling_rate,
             hop_length=m.hop_length,
@@ -118,13 +125,10 @@ class BundleVoice:
             speakers=dict(m.spk2id),
             n_speakers=m.n_speakers,
             add_blank=m.add_blank,
+            runtime=self.placement.describe(),
         )
         self.bert_dim = m.bert_dim
         self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
-        self.encoder = load_session(m.file("encoder.onnx"), options)
-        self.flow = load_session(m.file("flow.onnx"), options)
-        self.decoder = load_session(m.file(decoder), options)
-        self._encoder_inputs = input_names(self.encoder)
 
     def encode(
         self,
@@ -166,9 +170,7 @@ class BundleVoice:
             "sdp_ratio": np.array([options.sdp_ratio], dtype=np.float32),
             "length_scale": np.array([options.speed], dtype=np.float32),
         }
-        m_p, logs_p, g, durations = self.encoder.run(
-            None, {k: v for k, v in feeds.items() if k in self._encoder_inputs}
-        )
+        m_p, logs_p, g, durations = self.encoder.run(feeds)
         return durations[0, 0].astype(np.int64), (m_p, logs_p, g)
 
     def decode_windows(
@@ -197,10 +199,10 @@ class BundleVoice:
                 while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
                     start, stop = next(spans)
                     feeds = {"z_p": z_p[:, :, start:stop], "g": g}
-                    z[:, :, start:stop] = self.flow.run(None, feeds)[0]
+                    z[:, :, start:stop] = self.flow.run(feeds)[0]
                     flowed = stop
                 padded = z[:, :, window.pad_start : window.pad_stop]
-                audio = self.decoder.run(None, {"z": padded, "g": g})[0]
+                audio = self.decoder.run({"z": padded, "g": g})[0]
                 yield np.ascontiguousarray(audio[0, 0, window.crop(hop)])
         finally:
             release_free_memory()

@@ -35,6 +35,8 @@ class VoiceInfo:
     add_blank: bool = True
     # The voice makes a sentence's audio in one graph call (no flow spans, no windows).
     whole_utterance: bool = False
+    # Which engine runs its graphs and in what precision, for people (logs, /v1/voices).
+    runtime: str = "onnxruntime f32"
 
     def check_speaker(self, options: SynthesisOptions) -> None:
         """OptionError listing the voice's speakers when ``options.speaker_id`` is not one."""

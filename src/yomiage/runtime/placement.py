@@ -1,0 +1,117 @@
+"""Which engine runs each graph of a voice, and in what precision: chosen by measurement.
+
+Measured on the full-size synthetic voice, 2-core AMD EPYC with AVX-512 BF16,
+2 threads, one graph at a time (``benchmarks/engines.py``; RESULTS.md has the
+tables):
+
+* decoder, per useful frame: ONNX Runtime 4.9 ms (128-frame windows), 4.5
+  (512); OpenVINO float32 4.0 / 3.6 (equal to ONNX Runtime within 1e-6);
+  OpenVINO bfloat16 2.3 / 2.0, at 41 dB SNR against float32. OpenVINO it is;
+  bfloat16 only where the CPU has it natively (elsewhere it is emulated and
+  slower than float32).
+* flow: OpenVINO float32 is 1.3x faster at 650 frames, but takes 1.1 s and
+  266 MB more to load than ONNX Runtime: ONNX Runtime. (bfloat16 is not
+  offered: no trained JP-Extra flow to measure its error on.)
+* encoder (with the duration predictors): equal speed (27 ms vs 26 at 200
+  tokens), OpenVINO loads 0.5 s slower; the spline of the stochastic duration
+  predictor must stay float32: ONNX Runtime.
+* BERT (q8): ONNX Runtime 201 ms at 100 tokens, OpenVINO 214-234 ms and 560 MB
+  more: ONNX Runtime.
+* HayaKoe's one-graph voices: ONNX Runtime (their graph draws its own noise).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Literal
+
+log = logging.getLogger(__name__)
+
+Engine = Literal["onnxruntime", "openvino"]
+Precision = Literal["f32", "bf16"]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one graph runs: the engine, and the precision of its arithmetic."""
+
+    engine: Engine = "onnxruntime"
+    precision: Precision = "f32"
+
+    def __str__(self) -> str:
+        return f"{self.engine} {self.precision}"
+
+
+ORT_F32 = Placement()
+
+DECODER_PRECISIONS = ("auto", "fp32", "bf16", "int8")
+# The decoder graph each precision loads. int8: opt-in, about 2x faster decoding on
+# ONNX Runtime at ~27 dB SNR against float32 (yomiage.export.decoder_int8).
+DECODER_GRAPHS = {"fp32": "decoder.onnx", "bf16": "decoder.onnx", "int8": "decoder_int8.onnx"}
+
+
+@dataclass(frozen=True)
+class VoicePlacement:
+    """Where each graph of a bundle runs; ``decoder_graph`` is the file the decoder loads."""
+
+    encoder: Placement
+    flow: Placement
+    decoder: Placement
+    decoder_graph: str
+    precision: str  # the decoder precision: fp32, bf16 or int8
+
+    def running(self, decoder: Placement) -> VoicePlacement:
+        """This placement with the decoder where it actually loaded (OpenVINO may have
+        refused it: then it runs on ONNX Runtime in float32)."""
+        if decoder == self.decoder:
+            return self
+        precision = "int8" if self.precision == "int8" else "fp32"
+        return replace(self, decoder=decoder, precision=precision)
+
+    def describe(self) -> str:
+        return f"decoder {self.precision} on {self.decoder.engine}"
+
+
+def check_decoder_precision(requested: str) -> str:
+    """``requested`` if it names a decoder precision; ValueError listing them if not."""
+    if requested not in DECODER_PRECISIONS:
+        raise ValueError(
+            f"decoder_precision must be one of {', '.join(DECODER_PRECISIONS)}, not {requested!r}"
+        )
+    return requested
+
+
+def resolve_decoder_precision(requested: str, *, openvino: bool, native_bf16: bool) -> str:
+    """``requested`` with ``auto`` resolved: bf16 where OpenVINO runs and the CPU computes
+    bfloat16 natively (``native_bf16``), fp32 elsewhere. ValueError for bf16 without
+    OpenVINO; an explicit bf16 on a CPU that emulates it is honoured with a warning
+    (it is slower than fp32 there)."""
+    check_decoder_precision(requested)
+    native = openvino and native_bf16
+    if requested == "auto":
+        return "bf16" if openvino and native else "fp32"
+    if requested == "bf16":
+        if not openvino:
+            raise ValueError(
+                "decoder_precision='bf16' runs on OpenVINO, which is not installed here: "
+                "pip install openvino, or use 'auto'"
+            )
+        if not native:
+            log.warning(
+                "this CPU has no native bfloat16 (AVX512_BF16, AMX or Arm BF16): "
+                "decoder_precision='bf16' is emulated and slower than 'fp32'"
+            )
+    return requested
+
+
+def voice_placement(precision: str, *, openvino: bool) -> VoicePlacement:
+    """Where a bundle's graphs run for a resolved decoder ``precision``."""
+    graph = DECODER_GRAPHS[precision]
+    if precision == "int8":
+        decoder = ORT_F32  # static QDQ int8 graphs run best on ONNX Runtime
+    elif openvino:
+        decoder = Placement("openvino", "bf16" if precision == "bf16" else "f32")
+    else:
+        decoder = ORT_F32
+    return VoicePlacement(ORT_F32, ORT_F32, decoder, graph, precision)

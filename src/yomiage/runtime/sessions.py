@@ -1,0 +1,264 @@
+"""One small interface over the two inference engines a voice's graphs may run on.
+
+A voice asks :class:`Sessions` for each of its graphs with a :class:`Placement`
+(engine and precision) and gets a :class:`GraphSession` back; nothing else in
+the pipeline knows which engine runs what. ONNX Runtime runs every graph and
+is the fallback; OpenVINO (``pip install openvino``, which ``yomiage`` depends
+on where it has wheels) runs the decoder faster, in float32 or, on CPUs with
+native bfloat16 arithmetic, in bfloat16 (:mod:`yomiage.runtime.placement` says
+which graph goes where, and why).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from yomiage.errors import ModelLoadError
+from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.onnx_session import input_names, load_session, session_options
+from yomiage.runtime.placement import ORT_F32, Placement, Precision
+
+log = logging.getLogger(__name__)
+
+Array = npt.NDArray[Any]
+Dim = int | str | None  # a fixed size, a named dynamic one, or unknown
+
+
+class GraphSession(Protocol):
+    """A loaded graph. ``run`` takes the feeds it knows (others are ignored) and returns
+    the outputs in the graph's order. Safe to call from several threads."""
+
+    placement: Placement
+
+    @property
+    def input_names(self) -> frozenset[str]: ...
+
+    @property
+    def output_names(self) -> list[str]: ...
+
+    def input_shape(self, name: str) -> list[Dim]: ...
+
+    def output_shape(self, index: int) -> list[Dim]: ...
+
+    def run(self, feeds: Mapping[str, Array]) -> list[Array]: ...
+
+
+class OrtGraph:
+    """A graph on ONNX Runtime's CPU provider."""
+
+    placement = ORT_F32
+
+    def __init__(self, path: Path, options: ort.SessionOptions) -> None:
+        self.session = load_session(path, options)
+        self._inputs = input_names(self.session)
+
+    @property
+    def input_names(self) -> frozenset[str]:
+        return self._inputs
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o.name for o in self.session.get_outputs()]
+
+    def input_shape(self, name: str) -> list[Dim]:
+        return list(next(i.shape for i in self.session.get_inputs() if i.name == name))
+
+    def output_shape(self, index: int) -> list[Dim]:
+        return list(self.session.get_outputs()[index].shape)
+
+    def run(self, feeds: Mapping[str, Array]) -> list[Array]:
+        chosen = {k: v for k, v in feeds.items() if k in self._inputs}
+        return list(self.session.run(None, chosen))
+
+
+class OpenVinoGraph:
+    """An OpenVINO compiled model; each call takes an idle infer request (one per caller
+    at a time), so concurrent calls never share one."""
+
+    def __init__(self, path: Path, compiled: Any, placement: Placement) -> None:
+        self.path = path
+        self.placement = placement
+        self._compiled = compiled
+        self._inputs = frozenset(i.get_any_name() for i in compiled.inputs)
+        self._outputs = list(compiled.outputs)
+        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
+
+    @property
+    def input_names(self) -> frozenset[str]:
+        return self._inputs
+
+    @property
+    def output_names(self) -> list[str]:
+        return [o.get_any_name() for o in self._outputs]
+
+    def input_shape(self, name: str) -> list[Dim]:
+        port = next(i for i in self._compiled.inputs if i.get_any_name() == name)
+        return _dims(port.get_partial_shape())
+
+    def output_shape(self, index: int) -> list[Dim]:
+        return _dims(self._outputs[index].get_partial_shape())
+
+    def run(self, feeds: Mapping[str, Array]) -> list[Array]:
+        try:
+            request = self._idle.get_nowait()
+        except queue.Empty:
+            request = self._compiled.create_infer_request()
+        try:
+            chosen = {k: np.ascontiguousarray(v) for k, v in feeds.items() if k in self._inputs}
+            results = request.infer(chosen)
+            return [np.array(results[o]) for o in self._outputs]
+        finally:
+            self._idle.put(request)
+
+
+def _dims(shape: Any) -> list[Dim]:
+    return [d.get_length() if d.is_static else None for d in shape]
+
+
+class Sessions:
+    """Opens graphs for one backend: ``threads`` intra-op threads on either engine.
+
+    OpenVINO is imported on first use; where it is missing or refuses a graph,
+    the graph runs on ONNX Runtime in float32 instead (logged). With a
+    ``cache_dir``, OpenVINO keeps each compiled graph under
+    ``<cache_dir>/<OpenVINO version>/<graph sha256>/`` (measured on the
+    full-size decoder: load 0.3 s -> 0.15 s, 15 MB less): a new graph or a
+    new OpenVINO gets a new folder, and folders of other versions are removed.
+    OpenVINO's own cache key is the graph's path, not its content, hence the
+    folder per sha256.
+    """
+
+    def __init__(
+        self,
+        threads: int | None = None,
+        *,
+        cache_dir: Path | None = None,
+        openvino: bool | None = None,
+    ) -> None:
+        """``openvino=False`` keeps every graph on ONNX Runtime; by default OpenVINO is
+        used where it is installed, unless the environment sets ``YOMIAGE_OPENVINO=0``
+        (a way out should an OpenVINO release misbehave on some machine)."""
+        self.threads = threads or physical_cores()
+        self.ort_options = session_options(threads)
+        self._cache_dir = cache_dir
+        if openvino is None:
+            openvino = os.environ.get("YOMIAGE_OPENVINO", "1").strip() not in ("0", "false", "no")
+        self._core: Any = None if openvino else False
+        self._lock = threading.Lock()
+
+    def open(
+        self, path: Path, placement: Placement = ORT_F32, *, sha256: str | None = None
+    ) -> GraphSession:
+        """The graph at ``path`` on ``placement``'s engine (ONNX Runtime if that fails).
+
+        ``sha256`` (the graph's, as its manifest records it) lets OpenVINO's
+        compiled graph be cached."""
+        if placement.engine == "openvino":
+            core = self._openvino()
+            if core is not None:
+                try:
+                    return self._open_openvino(core, path, placement.precision, sha256)
+                except ModelLoadError:
+                    raise
+                except Exception as exc:  # OpenVINO raises its own RuntimeError types
+                    log.warning("OpenVINO cannot run %s (%s); using ONNX Runtime", path.name, exc)
+        return OrtGraph(path, self.ort_options)
+
+    @property
+    def has_openvino(self) -> bool:
+        """Whether OpenVINO is installed and starts (imports it on first use)."""
+        return self._openvino() is not None
+
+    @property
+    def native_bf16(self) -> bool:
+        """Whether OpenVINO computes bfloat16 natively on this CPU (AVX512_BF16 or AMX).
+
+        OpenVINO's CPU plugin defaults to bfloat16 exactly there (elsewhere bfloat16
+        would be emulated, slower than float32), so its default is the test, on every
+        operating system."""
+        core = self._openvino()
+        if core is None:
+            return False
+        try:
+            hint = core.get_property("CPU", "INFERENCE_PRECISION_HINT")
+        except Exception:  # an OpenVINO without this property
+            return False
+        return str(getattr(hint, "type_name", hint)).lower() in ("bf16", "bfloat16")
+
+    def _openvino(self) -> Any:
+        with self._lock:
+            if self._core is None:
+                self._core = _make_core()
+            return self._core or None
+
+    def _open_openvino(
+        self, core: Any, path: Path, precision: Precision, sha256: str | None
+    ) -> OpenVinoGraph:
+        if not path.is_file():
+            raise ModelLoadError(f"ONNX graph not found: {path}")
+        config: dict[str, Any] = {
+            "INFERENCE_NUM_THREADS": self.threads,
+            "INFERENCE_PRECISION_HINT": precision,
+            "PERFORMANCE_HINT": "LATENCY",
+            "NUM_STREAMS": 1,
+        }
+        cache = self._graph_cache(sha256)
+        if cache is not None:
+            config["CACHE_DIR"] = str(cache)
+        compiled = core.compile_model(str(path), "CPU", config)
+        return OpenVinoGraph(path, compiled, Placement("openvino", precision))
+
+    def _graph_cache(self, sha256: str | None) -> Path | None:
+        """The folder for one graph's compiled forms, or None (no cache, or it is not writable)."""
+        version = openvino_version()
+        if self._cache_dir is None or sha256 is None or version is None:
+            return None
+        root = self._cache_dir
+        folder = root / _safe_name(version) / sha256
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            log.info("OpenVINO cache %s is not writable (%s); compiling every load", root, exc)
+            return None
+        for other in root.iterdir():
+            if other.is_dir() and other.name != _safe_name(version):
+                shutil.rmtree(other, ignore_errors=True)  # compiled by another OpenVINO
+        return folder
+
+
+def _safe_name(version: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in version)
+
+
+def _make_core() -> Any:
+    """An OpenVINO Core, or False when OpenVINO is not installed or cannot start."""
+    try:
+        import openvino
+    except ImportError:
+        log.info("OpenVINO is not installed; every graph runs on ONNX Runtime")
+        return False
+    try:
+        return openvino.Core()
+    except Exception as exc:
+        log.warning("OpenVINO cannot start (%s); every graph runs on ONNX Runtime", exc)
+        return False
+
+
+def openvino_version() -> str | None:
+    """The installed OpenVINO's version, or None."""
+    try:
+        import openvino
+    except ImportError:
+        return None
+    return str(openvino.__version__)

@@ -1,0 +1,207 @@
+"""Which engine runs which graph: placement, OpenVINO beside ONNX Runtime, its cache."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yomiage.errors import ModelLoadError
+from yomiage.options import SynthesisOptions
+from yomiage.runtime.chunking import windows
+from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.runtime.placement import (
+    ORT_F32,
+    Placement,
+    check_decoder_precision,
+    resolve_decoder_precision,
+    voice_placement,
+)
+from yomiage.runtime.sessions import Sessions, openvino_version
+from yomiage.runtime.voice import decode, encode
+from yomiage.text import Frontend
+
+needs_openvino = pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+
+
+# -- placement ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("requested", "openvino", "native", "expected"),
+    [
+        ("auto", True, True, "bf16"),
+        ("auto", True, False, "fp32"),
+        ("auto", False, True, "fp32"),  # bf16 needs OpenVINO
+        ("fp32", True, True, "fp32"),
+        ("int8", True, True, "int8"),
+        ("bf16", True, True, "bf16"),
+    ],
+)
+def test_auto_picks_bf16_only_where_native_and_openvino(
+    requested: str, openvino: bool, native: bool, expected: str
+) -> None:
+    assert resolve_decoder_precision(requested, openvino=openvino, native_bf16=native) == expected
+
+
+def test_explicit_bf16_without_openvino_is_refused() -> None:
+    with pytest.raises(ValueError, match="OpenVINO"):
+        resolve_decoder_precision("bf16", openvino=False, native_bf16=True)
+
+
+def test_explicit_bf16_on_an_emulating_cpu_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert resolve_decoder_precision("bf16", openvino=True, native_bf16=False) == "bf16"
+    assert "emulated" in caplog.text
+
+
+def test_unknown_precision_names_the_choices() -> None:
+    with pytest.raises(ValueError, match="auto, fp32, bf16, int8"):
+        check_decoder_precision("fp16")
+
+
+def test_voice_placement_keeps_all_but_the_decoder_on_onnxruntime() -> None:
+    bf16 = voice_placement("bf16", openvino=True)
+    assert (bf16.encoder, bf16.flow) == (ORT_F32, ORT_F32)
+    assert bf16.decoder == Placement("openvino", "bf16")
+    assert bf16.decoder_graph == "decoder.onnx"
+    assert voice_placement("fp32", openvino=True).decoder == Placement("openvino", "f32")
+    assert voice_placement("fp32", openvino=False).decoder == ORT_F32
+    int8 = voice_placement("int8", openvino=True)
+    assert (int8.decoder, int8.decoder_graph) == (ORT_F32, "decoder_int8.onnx")
+
+
+def test_a_refused_decoder_is_reported_as_what_runs() -> None:
+    planned = voice_placement("bf16", openvino=True)
+    running = planned.running(ORT_F32)
+    assert running.precision == "fp32"
+    assert running.describe() == "decoder fp32 on onnxruntime"
+    assert planned.running(planned.decoder) is planned
+
+
+# -- decoder windows --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("n", "size", "first"), [(1, 128, 32), (700, 512, 32), (5000, 256, 16)])
+def test_windows_grow_from_the_first_and_cover_every_frame_once(
+    n: int, size: int, first: int
+) -> None:
+    cuts = list(windows(n, size, 15, first))
+    assert cuts[0].start == 0 and cuts[-1].stop == n
+    assert all(a.stop == b.start for a, b in itertools.pairwise(cuts))
+    lengths = [w.stop - w.start for w in cuts]
+    for previous, length in itertools.pairwise(lengths[:-1]):
+        assert length == min(size, 2 * previous)  # doubling, capped (the last may be short)
+    assert lengths[0] == min(first, n)
+    assert all(w.pad_start == max(0, w.start - 15) for w in cuts)
+    assert all(w.pad_stop == min(n, w.stop + 15) for w in cuts)
+
+
+def test_windows_without_a_first_size_are_all_the_same() -> None:
+    assert {w.stop - w.start for w in windows(1000, 100, 15)} == {100}
+
+
+def test_windows_refuse_empty_sizes() -> None:
+    with pytest.raises(ValueError, match="positive"):
+        list(windows(10, 8, 2, 0))
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+def test_openvino_can_be_switched_off_by_environment(
+    test_voice: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("YOMIAGE_OPENVINO", "0")
+    sessions = Sessions(2)
+    assert not sessions.has_openvino
+    graph = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "bf16"))
+    assert graph.placement == ORT_F32  # asked for OpenVINO, got the fallback
+
+
+def test_a_backend_without_openvino_runs_fp32_on_onnxruntime(test_voice: Path) -> None:
+    backend = OnnxBackend(test_voice / "bert", threads=1, openvino=False)
+    assert backend.placement.precision == "fp32"
+    voice = backend.load_voice(test_voice)
+    assert voice.info.runtime == "decoder fp32 on onnxruntime"
+
+
+def test_a_missing_graph_is_a_load_error(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="not found"):
+        Sessions(1, openvino=False).open(tmp_path / "nothing.onnx")
+
+
+@needs_openvino
+def test_a_graph_openvino_refuses_falls_back_to_onnxruntime(
+    test_voice: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A graph OpenVINO cannot compile must not stop a voice from loading."""
+    sessions = Sessions(1)
+
+    class Refusing:
+        def compile_model(self, *args: object, **kwargs: object) -> None:
+            raise RuntimeError("unsupported operation")
+
+    sessions._core = Refusing()  # an OpenVINO that compiles nothing
+    with caplog.at_level(logging.WARNING):
+        graph = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "f32"))
+    assert graph.placement == ORT_F32
+    assert "unsupported operation" in caplog.text
+
+
+def _decode_both(test_voice: Path, **backend_kwargs: object) -> tuple[np.ndarray, np.ndarray]:
+    """One sentence decoded on ONNX Runtime in fp32 and on the given backend, same noise."""
+    frontend = Frontend()
+    sentence = [frontend.g2p("今日はいい天気ですね。")]
+    options = SynthesisOptions(seed=1)
+    out = []
+    for kwargs in ({"openvino": False, "decoder_precision": "fp32"}, backend_kwargs):
+        backend = OnnxBackend(test_voice / "bert", threads=1, **kwargs)  # type: ignore[arg-type]
+        voice = backend.load_voice(test_voice)
+        rng = backend.new_rng(1)
+        [encoded] = encode(backend, voice, sentence, options, rng)
+        out.append(decode(voice, encoded, options, rng))
+    return out[0], out[1]
+
+
+@needs_openvino
+def test_openvino_fp32_equals_onnxruntime(test_voice: Path, tmp_path: Path) -> None:
+    ort, ov = _decode_both(test_voice, decoder_precision="fp32", compiled_dir=tmp_path)
+    assert ov.shape == ort.shape
+    assert np.max(np.abs(ov - ort)) < 1e-4
+
+
+@needs_openvino
+def test_bf16_stays_close_to_fp32(test_voice: Path, tmp_path: Path) -> None:
+    """On this random tiny voice; the error on a trained decoder is in RESULTS.md."""
+    ref, bf16 = _decode_both(test_voice, decoder_precision="bf16", compiled_dir=tmp_path)
+    snr = 10 * np.log10(np.sum(ref**2) / np.sum((ref - bf16) ** 2))
+    assert snr > 20
+
+
+@needs_openvino
+def test_compiled_graphs_are_cached_by_version_and_sha256(test_voice: Path, tmp_path: Path) -> None:
+    stale = tmp_path / "2000.1.0"
+    stale.mkdir()
+    (stale / "old.blob").write_bytes(b"x")
+    backend = OnnxBackend(
+        test_voice / "bert", threads=1, decoder_precision="fp32", compiled_dir=tmp_path
+    )
+    voice = backend.load_voice(test_voice)
+    assert voice.info.runtime == "decoder fp32 on openvino"
+    sha = voice.manifest.files["decoder.onnx"]
+    versions = [p.name for p in tmp_path.iterdir()]
+    assert len(versions) == 1 and versions[0] != "2000.1.0"  # other versions' blobs removed
+    folder = tmp_path / versions[0] / sha
+    blobs = list(folder.iterdir())
+    assert blobs, "the compiled decoder was not cached"
+    # A damaged cache entry must not break loading: OpenVINO recompiles it.
+    for blob in blobs:
+        blob.write_bytes(b"\0" * 16)
+    again = OnnxBackend(
+        test_voice / "bert", threads=1, decoder_precision="fp32", compiled_dir=tmp_path
+    ).load_voice(test_voice)
+    assert again.info.runtime == "decoder fp32 on openvino"
