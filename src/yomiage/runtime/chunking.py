@@ -95,16 +95,21 @@ class Window:
 
 
 def windows(n_frames: int, size: int, context: int, first: int | None = None) -> Iterator[Window]:
-    """Cover ``n_frames`` with windows of ``size`` frames (``first`` for the first one,
-    so streaming can start sooner), each padded by ``context`` frames where it can be."""
-    if size < 1 or context < 0:
+    """Cover ``n_frames`` with windows, each padded by ``context`` frames where it can be.
+
+    Without ``first`` every window has ``size`` frames. With it the first has
+    ``first`` frames (streaming starts sooner) and each next one twice the one
+    before, up to ``size``: the padding recomputed per window then costs a
+    shrinking share (2 x 15 frames are 23% of a 128-frame window, 6% of 512).
+    """
+    if size < 1 or context < 0 or (first is not None and first < 1):
         raise ValueError("window size must be positive and context non-negative")
     start = 0
-    step = first or size
+    step = min(first or size, size)
     while start < n_frames:
         stop = min(n_frames, start + step)
         yield Window(start, stop, max(0, start - context), min(n_frames, stop + context))
-        start, step = stop, size
+        start, step = stop, min(size, 2 * step)
 
 
 def flow_spans(
