@@ -169,11 +169,24 @@ def walk(
     return rows, sorted(missing)
 
 
+def for_target(reqs: Sequence[str], target: dict[str, str]) -> list[str]:
+    """The requirements that apply on the target, markers dropped: pip would judge the
+    markers by the host (an x86-64-only dependency would be looked for on aarch64)."""
+    kept = []
+    for line in reqs:
+        req = Requirement(line)
+        if req.marker is None or req.marker.evaluate({**target, "extra": ""}):
+            req.marker = None
+            kept.append(str(req))
+    return kept
+
+
 def check(
     pip_python: str, python: str, platform: Platform, reqs: Sequence[str], env: dict[str, str]
 ) -> Result:
     """Resolve one combination, re-resolving until no target-only dependency is left out."""
-    target, reqs = marker_env(python, platform), list(reqs)
+    target = marker_env(python, platform)
+    reqs = for_target(reqs, target)
     for _ in range(5):
         report, err = pip_resolve(pip_python, python, platform, reqs, env)
         if report is None:
