@@ -11,8 +11,9 @@ import pytest
 
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
-from yomiage.runtime.chunking import windows
+from yomiage.runtime.chunking import fixed_windows, window_lengths, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.runtime.onnx_voice import Windowing
 from yomiage.runtime.placement import (
     ORT_F32,
     Placement,
@@ -107,6 +108,23 @@ def test_windows_without_a_first_size_are_all_the_same() -> None:
 def test_windows_refuse_empty_sizes() -> None:
     with pytest.raises(ValueError, match="positive"):
         list(windows(10, 8, 2, 0))
+
+
+@pytest.mark.parametrize(("size", "context", "first"), [(256, 15, 32), (64, 3, 8), (5, 0, 5)])
+def test_fixed_windows_show_the_engine_only_a_few_lengths(
+    size: int, context: int, first: int
+) -> None:
+    lengths = window_lengths(size, context, first)
+    for n in range(1, 1200):
+        plan = list(fixed_windows(n, size, context, first))
+        assert plan[0][0].start == 0 and plan[-1][0].stop == n
+        assert all(a.stop == b.start for (a, _), (b, _) in itertools.pairwise(plan))
+        for w, zeros in plan:
+            assert w.pad_stop - w.pad_start + zeros in lengths
+            # at least the receptive field around the window, from real frames
+            assert 0 <= w.pad_start <= max(0, w.start - context)
+            assert min(n, w.stop + context) <= w.pad_stop <= n
+            assert zeros == 0 or n < lengths[0]
 
 
 # -- sessions ---------------------------------------------------------------------------
@@ -205,3 +223,56 @@ def test_compiled_graphs_are_cached_by_version_and_sha256(test_voice: Path, tmp_
         test_voice / "bert", threads=1, decoder_precision="fp32", compiled_dir=tmp_path
     ).load_voice(test_voice)
     assert again.info.runtime == "decoder fp32 on openvino"
+
+
+def _latent_and_whole(test_voice: Path, text: str) -> tuple[np.ndarray, np.ndarray, object]:
+    """z and g of a sentence and its audio decoded whole on ONNX Runtime float32."""
+    frontend = Frontend()
+    backend = OnnxBackend(test_voice / "bert", threads=1, openvino=False, decoder_precision="fp32")
+    voice = backend.load_voice(test_voice)
+    options = SynthesisOptions(seed=3)
+    [encoded] = encode(backend, voice, [frontend.g2p(text)], options, backend.new_rng(3))
+    m_p, _, g = encoded.state
+    z_p = np.repeat(m_p, encoded.durations, axis=2)
+    z = voice.flow.run({"z_p": z_p, "g": g})[0]
+    whole = voice.decoder.run({"z": z, "g": g})[0][0, 0]
+    return z, whole, encoded
+
+
+@needs_openvino
+@pytest.mark.parametrize(("first", "window"), [(8, 32), (16, 64), (4, 16)])
+def test_openvino_fixed_windows_equal_whole_decoding(
+    test_voice: Path, tmp_path: Path, first: int, window: int
+) -> None:
+    text = "駅前の小さな喫茶店で、古い友人と偶然再会しました。"
+    _, whole, encoded = _latent_and_whole(test_voice, text)
+    backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32",
+                          compiled_dir=tmp_path)  # fmt: skip
+    voice = backend.load_voice(test_voice)
+    assert voice.decoder.few_shapes
+    voice.windowing = Windowing(window, first)
+    options = SynthesisOptions(seed=3, noise=0.0)
+    stitched = np.concatenate(list(voice.decode_windows(encoded, options, backend.new_rng(5))))
+    assert stitched.shape == whole.shape
+    assert float(np.abs(stitched - whole).max()) <= 1e-4
+
+
+@needs_openvino
+def test_a_sentence_shorter_than_every_window_is_zero_padded_closely(
+    test_voice: Path, tmp_path: Path
+) -> None:
+    """The one inexact case of fixed lengths: the error stays in the last frames."""
+    _, whole, encoded = _latent_and_whole(test_voice, "はい。")
+    backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32",
+                          compiled_dir=tmp_path)  # fmt: skip
+    voice = backend.load_voice(test_voice)
+    n = int(encoded.durations.sum())
+    voice.windowing = Windowing(4 * n, 2 * n)  # every length longer than the sentence
+    options = SynthesisOptions(seed=3, noise=0.0)
+    padded = np.concatenate(list(voice.decode_windows(encoded, options, backend.new_rng(5))))
+    assert padded.shape == whole.shape
+    hop = voice.info.hop_length
+    reach = voice.manifest.receptive_field_frames * hop
+    assert float(np.abs(padded[:-reach] - whole[:-reach]).max()) <= 1e-4
+    snr = 10 * np.log10(np.sum(whole**2) / np.sum((whole - padded) ** 2))
+    assert snr > 20

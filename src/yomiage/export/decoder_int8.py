@@ -1,6 +1,6 @@
 """An int8 decoder, opt-in: static QDQ quantization of the HiFi-GAN convolutions.
 
-Measured with ``benchmarks/decoder_precision.py`` on this project's 2-core
+Measured with ``benchmarks/decoder_int8_study.py`` on this project's 2-core
 AVX-512 VNNI machine: the decoder alone ran about 2x faster than float32 with
 int8 convolutions. The decoder input ``z`` has long tails, so quantizing
 ``conv_pre`` costs the most accuracy; leaving it, the first upsampling stage's

@@ -26,13 +26,15 @@ import numpy.typing as npt
 from yomiage.sbv2.config import ModelHyperparameters
 from yomiage.text.symbols import SYMBOL_TO_ID
 
-# Decoder windows, measured on a full-size voice (650 frames, 2 threads, decoder
-# alone): 32 frames 3.1x real time, 64 4.1x, 128 4.8x, 256 4.7x, whole 4.8x;
-# each window recomputes the receptive field (15 frames) on both sides. End to
-# end on 39 s of text (q8, heap trimmed after each sentence): 64 gave 3.06x at
-# 1,017 MB peak RSS, 128 3.28x at 1,008 MB, 256 3.40x at 1,037 MB. The first
-# window is smaller so audio starts sooner.
-DEFAULT_WINDOW_FRAMES = 128
+# Decoder windows: the first is small so audio starts soon, each next one twice
+# the one before, up to DEFAULT_WINDOW_FRAMES; each is padded by the receptive
+# field (15 frames) on both sides, recomputed. Measured on the full-size voice,
+# OpenVINO bfloat16, 2 threads, ms per useful frame by padded length: 62: 4.3,
+# 94: 3.0, 158: 2.4, 286: 2.1, 542: 2.0; memory OpenVINO keeps per length:
+# 60, 40, 62, 100, 156 MB. 256 frames: most of the speed for 4 lengths kept
+# (~265 MB). End to end (issue 13, 7-40 s texts) 128 gave 2.7-2.9x real time
+# at 1.0-1.2 GB peak RSS, 256 2.4-3.1x at 1.0-1.3 GB.
+DEFAULT_WINDOW_FRAMES = 256
 DEFAULT_FIRST_WINDOW_FRAMES = 32
 # About 12 s of speech at 44.1 kHz / 512 hop; the flow's cost is still linear here.
 FLOW_SPAN_FRAMES = 1024
@@ -109,6 +111,51 @@ def windows(n_frames: int, size: int, context: int, first: int | None = None) ->
     while start < n_frames:
         stop = min(n_frames, start + step)
         yield Window(start, stop, max(0, start - context), min(n_frames, stop + context))
+        start, step = stop, min(size, 2 * step)
+
+
+def window_lengths(size: int, context: int, first: int | None = None) -> tuple[int, ...]:
+    """The padded lengths of a schedule's full windows, smallest first: ``first``, twice
+    that, ... up to ``size``, each plus ``context`` frames on both sides."""
+    lengths, step = [], min(first or size, size)
+    while True:
+        lengths.append(step + 2 * context)
+        if step >= size:
+            return tuple(lengths)
+        step = min(size, 2 * step)
+
+
+def fixed_windows(
+    n_frames: int, size: int, context: int, first: int | None = None
+) -> Iterator[tuple[Window, int]]:
+    """:func:`windows` whose padded spans all have one of :func:`window_lengths`, with the
+    number of zero frames to append to reach it (0 but for very short sentences).
+
+    For OpenVINO, which specializes its kernels to each input shape it sees and
+    keeps them (measured: 40-45 MB and a slower first run per new length on the
+    full-size decoder), so a server must only ever show it a few shapes. A
+    span grows with more real frames around the window, which changes nothing
+    (the receptive field is finite); a window that cannot grow to a length
+    within the sentence is halved. Only a sentence shorter than the smallest
+    length is padded with zero frames, and only its last ``context`` frames
+    differ (slightly) from decoding it whole.
+    """
+    lengths = window_lengths(size, context, first)
+    if n_frames < lengths[0]:
+        yield Window(0, n_frames, 0, n_frames), lengths[0] - n_frames
+        return
+    smallest_step = min(first or size, size)
+    start, step = 0, smallest_step
+    while start < n_frames:
+        while True:
+            stop = min(n_frames, start + step)
+            lo, hi = max(0, start - context), min(n_frames, stop + context)
+            length = next((n for n in lengths if hi - lo <= n <= n_frames), None)
+            if length is not None:
+                break
+            step = max(smallest_step, step // 2)  # the smallest step always fits
+        hi = min(n_frames, max(hi, lo + length))
+        yield Window(start, stop, hi - length, hi), 0
         start, step = stop, min(size, 2 * step)
 
 

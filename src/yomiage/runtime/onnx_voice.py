@@ -28,6 +28,7 @@ from yomiage.runtime.chunking import (
     FIRST_FLOW_SPAN_FRAMES,
     FLOW_SPAN_FRAMES,
     clause_ends,
+    fixed_windows,
     flow_spans,
     windows,
 )
@@ -194,14 +195,20 @@ class BundleVoice:
         hop = self.info.hop_length
         context = self.manifest.receptive_field_frames
         first = min(w.first_window_frames, w.window_frames)
+        if self.decoder.few_shapes:
+            plan = fixed_windows(z.shape[2], w.window_frames, context, first)
+        else:
+            plan = ((window, 0) for window in windows(z.shape[2], w.window_frames, context, first))
         try:
-            for window in windows(z.shape[2], w.window_frames, context, first):
+            for window, zeros in plan:
                 while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
                     start, stop = next(spans)
                     feeds = {"z_p": z_p[:, :, start:stop], "g": g}
                     z[:, :, start:stop] = self.flow.run(feeds)[0]
                     flowed = stop
                 padded = z[:, :, window.pad_start : window.pad_stop]
+                if zeros:
+                    padded = np.pad(padded, ((0, 0), (0, 0), (0, zeros)))
                 audio = self.decoder.run({"z": padded, "g": g})[0]
                 yield np.ascontiguousarray(audio[0, 0, window.crop(hop)])
         finally:

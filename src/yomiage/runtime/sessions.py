@@ -37,9 +37,12 @@ Dim = int | str | None  # a fixed size, a named dynamic one, or unknown
 
 class GraphSession(Protocol):
     """A loaded graph. ``run`` takes the feeds it knows (others are ignored) and returns
-    the outputs in the graph's order. Safe to call from several threads."""
+    the outputs in the graph's order. Safe to call from several threads.
+    ``few_shapes``: the engine keeps kernels per input shape, so callers should
+    show it only a few (:func:`yomiage.runtime.chunking.fixed_windows`)."""
 
     placement: Placement
+    few_shapes: bool
 
     @property
     def input_names(self) -> frozenset[str]: ...
@@ -58,6 +61,7 @@ class OrtGraph:
     """A graph on ONNX Runtime's CPU provider."""
 
     placement = ORT_F32
+    few_shapes = False
 
     def __init__(self, path: Path, options: ort.SessionOptions) -> None:
         self.session = load_session(path, options)
@@ -85,6 +89,8 @@ class OrtGraph:
 class OpenVinoGraph:
     """An OpenVINO compiled model; each call takes an idle infer request (one per caller
     at a time), so concurrent calls never share one."""
+
+    few_shapes = True
 
     def __init__(self, path: Path, compiled: Any, placement: Placement) -> None:
         self.path = path
