@@ -1,6 +1,6 @@
-"""The public API end to end on the full-size synthetic voice (ONNX Runtime, q8 BERT).
+"""The public API end to end on the full-size synthetic voice (q8 BERT).
 
-Run: .venv/bin/python benchmarks/api.py [--threads 2]
+Run: .venv/bin/python benchmarks/api.py [--threads 2] [--decoder auto|fp32|bf16|int8]
 
 Needs the bundles of benchmarks/backends.py (benchmarks/.cache/bundle-full-0 with
 its BERT bundle inside; bundle-full-0-int8 for ``--decoder int8``). Each
@@ -40,7 +40,7 @@ def _engine(threads: int, decoder: str) -> tuple[object, float]:
     from yomiage import TTS
 
     start = time.perf_counter()
-    voice = BUNDLE if decoder == "fp32" else CACHE / "bundle-full-0-int8"
+    voice = CACHE / "bundle-full-0-int8" if decoder == "int8" else BUNDLE
     tts = TTS(threads=threads, bert_source=BUNDLE / "bert", decoder_precision=decoder)
     tts.load("v", source=voice).prepare()
     return tts, time.perf_counter() - start
@@ -109,7 +109,7 @@ def child_voices(threads: int, decoder: str, count: int) -> dict[str, object]:
     each gets its own sessions, as distinct voices would) and each used once."""
     from yomiage import TTS
 
-    voice = BUNDLE if decoder == "fp32" else CACHE / "bundle-full-0-int8"
+    voice = CACHE / "bundle-full-0-int8" if decoder == "int8" else BUNDLE
     tts = TTS(threads=threads, bert_source=BUNDLE / "bert", decoder_precision=decoder)
     for i in range(count):
         tts.load(f"v{i}", source=voice)
@@ -134,7 +134,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--texts", default=",".join(TEXTS))
-    parser.add_argument("--decoder", choices=["fp32", "int8"], default="fp32")
+    parser.add_argument("--decoder", choices=["auto", "fp32", "bf16", "int8"], default="auto")
     parser.add_argument("--quick-start", action="store_true", help="stream with quick_start=True")
     parser.add_argument("--only-texts", action="store_true", help="skip voices and concurrency")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)

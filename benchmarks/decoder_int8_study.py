@@ -1,6 +1,6 @@
 """Lower-precision decoder graphs against FP32: speed on this CPU and the error they add.
 
-Run: .venv/bin/python benchmarks/decoder_precision.py [--work /tmp/decprec] [--repeats 3]
+Run: .venv/bin/python benchmarks/decoder_int8_study.py [--work /tmp/decprec] [--repeats 3]
          [--variants fp32,q8-conv-u8,...] [--no-tiny]
 
 Needs the full-size synthetic voice and its bundle (see benchmarks/backends.py):

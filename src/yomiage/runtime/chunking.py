@@ -126,7 +126,7 @@ def window_lengths(size: int, context: int, first: int | None = None) -> tuple[i
 
 
 def fixed_windows(
-    n_frames: int, size: int, context: int, first: int | None = None
+    n_frames: int, size: int, context: int, first: int | None = None, start: int | None = None
 ) -> Iterator[tuple[Window, int]]:
     """:func:`windows` whose padded spans all have one of :func:`window_lengths`, with the
     number of zero frames to append to reach it (0 but for very short sentences).
@@ -138,25 +138,26 @@ def fixed_windows(
     (the receptive field is finite); a window that cannot grow to a length
     within the sentence is halved. Only a sentence shorter than the smallest
     length is padded with zero frames, and only its last ``context`` frames
-    differ (slightly) from decoding it whole.
+    differ (slightly) from decoding it whole. ``start``: the first window's
+    frames when it is not ``first`` (one of the schedule's steps).
     """
     lengths = window_lengths(size, context, first)
     if n_frames < lengths[0]:
         yield Window(0, n_frames, 0, n_frames), lengths[0] - n_frames
         return
     smallest_step = min(first or size, size)
-    start, step = 0, smallest_step
-    while start < n_frames:
+    begin, step = 0, min(size, max(smallest_step, start or smallest_step))
+    while begin < n_frames:
         while True:
-            stop = min(n_frames, start + step)
-            lo, hi = max(0, start - context), min(n_frames, stop + context)
+            stop = min(n_frames, begin + step)
+            lo, hi = max(0, begin - context), min(n_frames, stop + context)
             length = next((n for n in lengths if hi - lo <= n <= n_frames), None)
             if length is not None:
                 break
             step = max(smallest_step, step // 2)  # the smallest step always fits
         hi = min(n_frames, max(hi, lo + length))
-        yield Window(start, stop, hi - length, hi), 0
-        start, step = stop, min(size, 2 * step)
+        yield Window(begin, stop, hi - length, hi), 0
+        begin, step = stop, min(size, 2 * step)
 
 
 def flow_spans(

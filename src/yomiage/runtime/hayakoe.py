@@ -127,7 +127,12 @@ class HayakoeVoice:
         return np.asarray(self.duration_predictor.run(feeds)[0][0], dtype=np.int64)
 
     def decode_windows(
-        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+        self,
+        encoded: EncodedSentence,
+        options: SynthesisOptions,
+        rng: Any,
+        *,
+        lead_frames: int = 0,
     ) -> Iterator[npt.NDArray[np.float32]]:
         """The audio the synthesizer made while encoding, in one piece."""
         yield encoded.state

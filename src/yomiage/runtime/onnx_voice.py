@@ -175,7 +175,12 @@ class BundleVoice:
         return durations[0, 0].astype(np.int64), (m_p, logs_p, g)
 
     def decode_windows(
-        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+        self,
+        encoded: EncodedSentence,
+        options: SynthesisOptions,
+        rng: Any,
+        *,
+        lead_frames: int = 0,
     ) -> Iterator[npt.NDArray[np.float32]]:
         m_p, logs_p, g = encoded.state
         durations = encoded.durations
@@ -195,10 +200,15 @@ class BundleVoice:
         hop = self.info.hop_length
         context = self.manifest.receptive_field_frames
         first = min(w.first_window_frames, w.window_frames)
+        # Small first windows are for the stream's first audio; once the listener
+        # has audio to hear, a sentence can start with windows as long as that.
+        step = first
+        while 2 * step <= min(lead_frames, w.window_frames):
+            step *= 2
         if self.decoder.few_shapes:
-            plan = fixed_windows(z.shape[2], w.window_frames, context, first)
+            plan = fixed_windows(z.shape[2], w.window_frames, context, first, start=step)
         else:
-            plan = ((window, 0) for window in windows(z.shape[2], w.window_frames, context, first))
+            plan = ((window, 0) for window in windows(z.shape[2], w.window_frames, context, step))
         try:
             for window, zeros in plan:
                 while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder

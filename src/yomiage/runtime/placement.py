@@ -6,9 +6,12 @@ tables):
 
 * decoder, per useful frame: ONNX Runtime 4.9 ms (128-frame windows), 4.5
   (512); OpenVINO float32 4.0 / 3.6 (equal to ONNX Runtime within 1e-6);
-  OpenVINO bfloat16 2.3 / 2.0, at 41 dB SNR against float32. OpenVINO it is;
-  bfloat16 only where the CPU has it natively (elsewhere it is emulated and
-  slower than float32).
+  OpenVINO bfloat16 2.3 / 2.0, at ~40 dB SNR against float32 on a trained
+  decoder. bfloat16 on OpenVINO it is, where the CPU has it natively (elsewhere
+  it is emulated and slower than float32). float32 stays on ONNX Runtime: end
+  to end OpenVINO float32 was no faster (0.71-0.90x hayakoe against ONNX
+  Runtime's 0.70-0.79x) and held 100-500 MB more, since OpenVINO keeps buffers
+  for every input length it has seen; ONNX Runtime gives today's exact output.
 * flow: OpenVINO float32 is 1.3x faster at 650 frames, but takes 1.1 s and
   266 MB more to load than ONNX Runtime: ONNX Runtime. (bfloat16 is not
   offered: no trained JP-Extra flow to measure its error on.)
@@ -108,10 +111,6 @@ def resolve_decoder_precision(requested: str, *, openvino: bool, native_bf16: bo
 def voice_placement(precision: str, *, openvino: bool) -> VoicePlacement:
     """Where a bundle's graphs run for a resolved decoder ``precision``."""
     graph = DECODER_GRAPHS[precision]
-    if precision == "int8":
-        decoder = ORT_F32  # static QDQ int8 graphs run best on ONNX Runtime
-    elif openvino:
-        decoder = Placement("openvino", "bf16" if precision == "bf16" else "f32")
-    else:
-        decoder = ORT_F32
+    # int8: static QDQ graphs run best on ONNX Runtime; fp32: see the module docstring.
+    decoder = Placement("openvino", "bf16") if precision == "bf16" and openvino else ORT_F32
     return VoicePlacement(ORT_F32, ORT_F32, decoder, graph, precision)

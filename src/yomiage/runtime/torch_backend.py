@@ -162,7 +162,12 @@ class PyTorchVoice:
         return audio
 
     def decode_windows(
-        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+        self,
+        encoded: EncodedSentence,
+        options: SynthesisOptions,
+        rng: Any,
+        *,
+        lead_frames: int = 0,
     ) -> Iterator[npt.NDArray[np.float32]]:
         """The sentence's audio window by window, the flow in spans a window ahead
         (:mod:`yomiage.runtime.chunking`), so memory stays bounded on any sentence.

@@ -97,10 +97,16 @@ class Voice(Protocol):
         ...
 
     def decode_windows(
-        self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any
+        self,
+        encoded: EncodedSentence,
+        options: SynthesisOptions,
+        rng: Any,
+        *,
+        lead_frames: int = 0,
     ) -> Iterator[npt.NDArray[np.float32]]:
         """The sentence's audio (float32, ``n_frames * hop`` samples) in consecutive
-        pieces, each as soon as it is made."""
+        pieces, each as soon as it is made. ``lead_frames``: audio the stream has
+        already made; a voice ahead of its listener may start with larger pieces."""
         ...
 
 

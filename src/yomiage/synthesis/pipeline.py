@@ -169,7 +169,7 @@ class Pipeline:
                 offset=offset + gap,
             )
             pieces: list[npt.NDArray[np.float32]] = []
-            for piece in self._decode(job, encoded, rng):
+            for piece in self._decode(job, encoded, rng, offset // hop):
                 first_piece = not pieces
                 pieces.append(piece)
                 # The sentence's first chunk starts with its pause and carries its timings.
@@ -187,10 +187,10 @@ class Pipeline:
             previous = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
 
     def _decode(
-        self, job: _Job, encoded: EncodedSentence, rng: Any
+        self, job: _Job, encoded: EncodedSentence, rng: Any, lead_frames: int = 0
     ) -> Iterator[npt.NDArray[np.float32]]:
         options = job.options
-        windows = job.voice.decode_windows(encoded, options, rng)
+        windows = job.voice.decode_windows(encoded, options, rng, lead_frames=lead_frames)
         try:
             if options.changes_pitch:
                 whole = np.concatenate(list(self._gated(job, windows)))
