@@ -294,3 +294,8 @@ def test_a_sentence_shorter_than_every_window_is_zero_padded_closely(
     assert float(np.abs(padded[:-reach] - whole[:-reach]).max()) <= 1e-4
     snr = 10 * np.log10(np.sum(whole**2) / np.sum((whole - padded) ** 2))
     assert snr > 20
+
+
+def test_a_speaker_says_what_decodes_it(engine: object) -> None:
+    speaker = engine.speakers["tiny"]  # type: ignore[attr-defined]
+    assert speaker.runtime.startswith(("decoder bf16 on openvino", "decoder fp32 on onnxruntime"))

@@ -175,6 +175,7 @@ def test_voices_and_models(client: Any, server: RunningServer) -> None:
         legacy = http.get("/v1/audio/voices", params={"legacy": "true"}).json()["voices"]
     assert [v["id"] for v in voices] == ["tiny", "tiny2"] == legacy
     assert voices[0]["styles"] == ["Neutral", "Happy", "Sad"]
+    assert voices[0]["runtime"].startswith("decoder ")  # which engine and precision
     assert voices[0]["speakers"] == {"spk_a": 0, "spk_b": 1}
     assert voices[0]["default"] and voices[1]["aliases"] == ["narrator"]
 

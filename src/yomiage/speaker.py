@@ -42,6 +42,8 @@ class Speaker:
         self.sample_rate = info.sample_rate
         self.styles = info.styles
         self.speaker_ids: Mapping[str, int] = MappingProxyType(dict(info.speakers))
+        # Which engine and precision decode it, e.g. "decoder bf16 on openvino".
+        self.runtime = info.runtime
         self._voice = voice
         self._pipeline = pipeline
 

@@ -42,6 +42,7 @@ class HayakoeVoice:
             speakers=dict(config.spk2id),
             n_speakers=config.n_speakers,
             add_blank=config.add_blank,
+            runtime="one graph, fp32 on onnxruntime",
             whole_utterance=True,
         )
         self.styles: StyleTable = load_styles(folder / "style_vectors.npy", config.style2id)

@@ -9,18 +9,21 @@ tables):
   OpenVINO bfloat16 2.3 / 2.0, at ~40 dB SNR against float32 on a trained
   decoder. bfloat16 on OpenVINO it is, where the CPU has it natively (elsewhere
   it is emulated and slower than float32). float32 stays on ONNX Runtime: end
-  to end OpenVINO float32 was no faster (0.71-0.90x hayakoe against ONNX
-  Runtime's 0.70-0.79x) and held 100-500 MB more, since OpenVINO keeps buffers
-  for every input length it has seen; ONNX Runtime gives today's exact output.
-* flow: OpenVINO float32 is 1.3x faster at 650 frames, but takes 1.1 s and
-  266 MB more to load than ONNX Runtime: ONNX Runtime. (bfloat16 is not
-  offered: no trained JP-Extra flow to measure its error on.)
+  to end OpenVINO float32 was no faster (0.71-0.90x hayakoe in one run; ONNX
+  Runtime 0.82-0.85x in another) and held 100-500 MB more, since OpenVINO
+  keeps kernels for every input length; ONNX Runtime gives today's exact output.
+* flow: OpenVINO 1.12x faster at 650 frames in float32 (1.19x in bfloat16),
+  but 1.1 s and ~240 MB more to load: ONNX Runtime. (bfloat16 is not offered:
+  no trained JP-Extra flow to measure its error on.)
 * encoder (with the duration predictors): equal speed (27 ms vs 26 at 200
   tokens), OpenVINO loads 0.5 s slower; the spline of the stochastic duration
   predictor must stay float32: ONNX Runtime.
-* BERT (q8): ONNX Runtime 201 ms at 100 tokens, OpenVINO 214-234 ms and 560 MB
-  more: ONNX Runtime.
-* HayaKoe's one-graph voices: ONNX Runtime (their graph draws its own noise).
+* BERT (q8): OpenVINO 1.09x faster at 100 tokens but 0.5 s slower to load and
+  ~450 MB more while running: ONNX Runtime.
+* HayaKoe's one-graph voices: ONNX Runtime. Their graph takes a whole
+  sentence at once, so every sentence length is a new input shape, and
+  OpenVINO keeps kernels for each shape it has seen (40-150 MB each on the
+  full-size decoder, never freed): unbounded memory on a server.
 """
 
 from __future__ import annotations

@@ -96,6 +96,7 @@ class PyTorchVoice:
             speakers=dict(c.spk2id),
             n_speakers=c.n_speakers,
             add_blank=c.add_blank,
+            runtime=f"fp32 on torch {device}",
         )
         # Decoder windows: small on CPU for early audio; on a GPU one window
         # covers most sentences (memory stays bounded on longer ones).

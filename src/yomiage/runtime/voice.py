@@ -36,7 +36,7 @@ class VoiceInfo:
     # The voice makes a sentence's audio in one graph call (no flow spans, no windows).
     whole_utterance: bool = False
     # Which engine runs its graphs and in what precision, for people (logs, /v1/voices).
-    runtime: str = "onnxruntime f32"
+    runtime: str = "fp32 on onnxruntime"  # what decodes it, for people to read
 
     def check_speaker(self, options: SynthesisOptions) -> None:
         """OptionError listing the voice's speakers when ``options.speaker_id`` is not one."""

@@ -32,6 +32,7 @@ class VoiceCard:
     sample_rate: int
     styles: tuple[str, ...]
     speaker_ids: Mapping[str, int]
+    runtime: str = ""  # what runs it, e.g. "decoder bf16 on openvino"
 
 
 class ChunkSource(Protocol):
@@ -120,7 +121,7 @@ class LocalService:
         self.tts = tts
         self._voices = MappingProxyType(
             {
-                name: VoiceCard(name, s.sample_rate, s.styles, dict(s.speaker_ids))
+                name: VoiceCard(name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime)
                 for name, s in tts.speakers.items()  # NotPreparedError before prepare()
             }
         )

@@ -117,6 +117,7 @@ def _voice_record(state: ServerState, card: VoiceCard) -> dict[str, Any]:
         "styles": list(card.styles),
         "speakers": dict(card.speaker_ids),
         "sample_rate": card.sample_rate,
+        "runtime": card.runtime,
         "default": card.name == state.default_voice,
         "aliases": aliases,
     }
