@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from yomiage import TTS
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.chunking import fixed_windows, window_lengths, windows
@@ -299,3 +300,32 @@ def test_a_sentence_shorter_than_every_window_is_zero_padded_closely(
 def test_a_speaker_says_what_decodes_it(engine: object) -> None:
     speaker = engine.speakers["tiny"]  # type: ignore[attr-defined]
     assert speaker.runtime.startswith(("decoder bf16 on openvino", "decoder fp32 on onnxruntime"))
+
+
+@needs_openvino
+def test_openvino_sees_only_the_window_lengths_whatever_the_text(test_voice: Path) -> None:
+    """OpenVINO keeps memory for every input length it meets: sentences of any length,
+    streamed after others or not, must show its decoder only the schedule's lengths."""
+    tts = TTS(threads=1, decoder_precision="bf16").load("tiny", source=test_voice).prepare()
+    try:
+        speaker = tts.speakers["tiny"]
+        decoder = speaker._voice.decoder
+        assert decoder.few_shapes
+        seen: set[int] = set()
+        run = decoder.run
+
+        def recording(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+            seen.add(int(feeds["z"].shape[2]))
+            return run(feeds)
+
+        decoder.run = recording
+        texts = ["はい。", "今日は晴れ。", "駅前の小さな喫茶店で、古い友人と偶然再会しました。",
+                 "あ。" * 3 + "長い一文を読み上げるときも、窓の長さは決まった数しかありません。" * 3]  # fmt: skip
+        for text in texts:
+            speaker.generate(text, seed=0)
+        windowing = speaker._voice.windowing
+        context = speaker._voice.manifest.receptive_field_frames
+        lengths = window_lengths(windowing.window_frames, context, windowing.first_window_frames)
+        assert seen <= set(lengths), f"{sorted(seen)} not within {lengths}"
+    finally:
+        tts.close()

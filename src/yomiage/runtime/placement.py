@@ -100,8 +100,8 @@ def resolve_decoder_precision(requested: str, *, openvino: bool, native_bf16: bo
     if requested == "bf16":
         if not openvino:
             raise ValueError(
-                "decoder_precision='bf16' runs on OpenVINO, which is not installed here: "
-                "pip install openvino, or use 'auto'"
+                "decoder_precision='bf16' runs on OpenVINO, which is not available here "
+                "(not installed, or YOMIAGE_OPENVINO=0): pip install openvino, or use 'auto'"
             )
         if not native:
             log.warning(
