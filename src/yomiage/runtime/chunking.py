@@ -133,7 +133,9 @@ def fixed_windows(
 
     For OpenVINO, which specializes its kernels to each input shape it sees and
     keeps them (measured: 40-45 MB and a slower first run per new length on the
-    full-size decoder), so a server must only ever show it a few shapes. A
+    full-size decoder; openvinotoolkit/openvino#20633 reports the same growth,
+    unaffected by ``CPU_RUNTIME_CACHE_CAPACITY``), so a server must only ever
+    show it a few shapes. A
     span grows with more real frames around the window, which changes nothing
     (the receptive field is finite); a window that cannot grow to a length
     within the sentence is halved. Only a sentence shorter than the smallest
