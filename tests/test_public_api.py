@@ -39,6 +39,7 @@ def test_speaker_surface(engine: TTS) -> None:
     speaker = engine.speakers["tiny"]
     assert {k for k in vars(speaker) if not k.startswith("_")} == {
         "name",
+        "runtime",
         "sample_rate",
         "speaker_ids",
         "styles",
