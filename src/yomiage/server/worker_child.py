@@ -1,0 +1,127 @@
+"""The worker process's side of :mod:`yomiage.server.worker`: build the engine, then
+answer the parent's calls over the pipe until it closes.
+
+Each call runs in a thread of its own (a slow stream must not hold the others);
+``cancel`` is handled at once, not queued behind the step it should stop.
+Results and errors travel pickled; an error that cannot be pickled comes back
+as a :class:`WorkerError` naming it.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import signal
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from multiprocessing.connection import Connection
+from typing import Any
+
+from yomiage.errors import YomiageError
+from yomiage.server.service import ChunkSource, SpeechService
+
+log = logging.getLogger(__name__)
+
+ServiceFactory = Callable[[], SpeechService]
+_CHILD_THREADS = 64  # steps in flight at once in the child; far above any sane concurrency
+
+
+class WorkerError(YomiageError):
+    """An error in the worker that could not be sent back as itself (a bug: see its log)."""
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling (our errors do), else a WorkerError naming it."""
+    try:
+        restored = pickle.loads(pickle.dumps(exc))
+        if isinstance(restored, BaseException):
+            return restored
+    except Exception:
+        pass
+    return WorkerError(f"{type(exc).__name__}: {exc}")
+
+
+def worker_main(
+    conn: Connection, factory: ServiceFactory, log_level: int = logging.WARNING
+) -> None:
+    """The child: build the service, then answer the parent's calls until the pipe closes."""
+    # The parent owns the terminal's Ctrl-C and the service manager's SIGTERM
+    # (both reach the whole process group): the child stops when its pipe closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    logging.basicConfig(level=log_level, format="%(levelname)s %(name)s (worker): %(message)s")
+    try:
+        service = factory()
+        voices = dict(service.voices)
+    except BaseException as exc:
+        log.exception("the synthesis worker could not start")
+        conn.send(("failed", _portable(exc)))
+        return
+    conn.send(("ready", voices))
+    _serve(conn, service)
+    os._exit(0)  # skip the interpreter's teardown: native libraries may hold threads
+
+
+def _serve(conn: Connection, service: SpeechService) -> None:
+    streams: dict[int, ChunkSource] = {}
+    lock = threading.Lock()
+    send_lock = threading.Lock()
+
+    def reply(call_id: int, ok: bool, value: Any) -> None:
+        with send_lock:
+            try:
+                conn.send((call_id, ok, value))
+            except (pickle.PicklingError, TypeError, AttributeError) as exc:
+                conn.send((call_id, False, WorkerError(f"cannot send the result: {exc}")))
+
+    def handle(call_id: int, op: str, args: tuple[Any, ...]) -> None:
+        try:
+            value: Any = None
+            if op == "open":
+                stream_id, voice, text, options = args
+                source = service.open(voice, text, options)
+                with lock:
+                    streams[stream_id] = source
+            elif op == "next":
+                with lock:
+                    source = streams[args[0]]
+                value = source.next()
+            elif op == "close":
+                with lock:
+                    closing = streams.pop(args[0], None)
+                if closing is not None:
+                    closing.close()
+            elif op in ("encode", "warm", "words", "add_word", "remove_word"):
+                value = getattr(service, op)(*args)
+            else:
+                raise WorkerError(f"unknown worker call {op!r}")
+        except BaseException as exc:
+            if not isinstance(exc, YomiageError | ValueError):
+                log.exception("worker call %s failed", op)
+            reply(call_id, False, _portable(exc))
+        else:
+            reply(call_id, True, value)
+
+    pool = ThreadPoolExecutor(_CHILD_THREADS, thread_name_prefix="yomiage-worker")
+    while True:
+        try:
+            call_id, op, args = conn.recv()
+        except (EOFError, OSError):
+            break
+        if op == "stop":
+            break
+        if op == "cancel":  # at once: not behind the step it should stop
+            with lock:
+                source = streams.get(args[0])
+            if source is not None:
+                source.cancel()
+            continue
+        pool.submit(handle, call_id, op, args)
+    # The parent is gone or closing: nobody waits for what is in flight, and the
+    # caller exits the process at once (os._exit), so nothing is joined here.
+    with lock:
+        for source in streams.values():
+            source.cancel()
+    pool.shutdown(wait=False, cancel_futures=True)
