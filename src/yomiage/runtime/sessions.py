@@ -122,15 +122,17 @@ class OpenVinoGraph:
         with self._lock:
             self._running += 1
         try:
-            request = self._idle.get_nowait()
-        except queue.Empty:
-            request = self._compiled.create_infer_request()
-        try:
-            chosen = {k: np.ascontiguousarray(v) for k, v in feeds.items() if k in self._inputs}
-            results = request.infer(chosen)
-            return [np.array(results[o]) for o in self._outputs]
+            try:
+                request = self._idle.get_nowait()
+            except queue.Empty:
+                request = self._compiled.create_infer_request()
+            try:
+                chosen = {k: np.ascontiguousarray(v) for k, v in feeds.items() if k in self._inputs}
+                results = request.infer(chosen)
+                return [np.array(results[o]) for o in self._outputs]
+            finally:
+                self._idle.put(request)
         finally:
-            self._idle.put(request)
             self._release_when_idle()
 
     def _release_when_idle(self) -> None:
