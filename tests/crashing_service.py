@@ -30,8 +30,10 @@ class _CrashingSource(LocalChunkSource):
 
 
 class CrashingService(LocalService):
-    def open(self, voice: str, text: str, options: SynthesisOptions) -> LocalChunkSource:
-        return _CrashingSource(self.tts, voice, text, options)
+    def open(
+        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+    ) -> LocalChunkSource:
+        return _CrashingSource(self.tts, voice, text, options, early_audio)
 
 
 def build(bundle: str) -> CrashingService:

@@ -85,17 +85,30 @@ def test_sentences_and_gaps_match_reference(reference_tts: TTS) -> None:
         assert first.timings.phonemes[0].start * 44100 == pytest.approx(first.offset + gap)
 
 
-def test_stream_equals_generate_and_starts_early(tts: TTS) -> None:
-    speaker = tts.speakers["tiny"]
+def test_stream_equals_generate_and_starts_early(tts: TTS, test_voice: Path) -> None:
+    """generate() decodes in large windows from the start, stream() in small first ones:
+    on float32 the same samples (the receptive field is finite); on the default engine
+    (bf16 where the CPU has it) equal within the decoder's precision."""
     text = "今日はいい天気ですね。散歩に行きましょう！"
-    chunks = list(speaker.stream(text, seed=3))
-    whole = speaker.generate(text, seed=3)
-    np.testing.assert_array_equal(np.concatenate([c.samples for c in chunks]), whole.samples)
+    with (
+        TTS(threads=2, decoder_precision="fp32").load("tiny", source=test_voice).prepare() as exact
+    ):
+        chunks = list(exact.speakers["tiny"].stream(text, seed=3))
+        whole = exact.speakers["tiny"].generate(text, seed=3)
+    streamed = np.concatenate([c.samples for c in chunks])
+    assert streamed.shape == whole.samples.shape
+    assert float(np.abs(streamed - whole.samples).max()) <= 1e-5
     sentence_one = sum(len(c.samples) for c in chunks if c.sentence == 0)
     assert len(chunks[0].samples) < sentence_one  # the first window, not the first sentence
     assert [c.offset for c in chunks] == list(
         np.cumsum([0] + [len(c.samples) for c in chunks])[:-1]
     )
+    speaker = tts.speakers["tiny"]
+    streamed = np.concatenate([c.samples for c in speaker.stream(text, seed=3)])
+    whole = speaker.generate(text, seed=3)
+    assert streamed.shape == whole.samples.shape
+    error = np.sum((streamed - whole.samples) ** 2)
+    assert error == 0 or 10 * np.log10(np.sum(whole.samples**2) / error) > 30
 
 
 def test_seed_reproduces_and_differs(tts: TTS) -> None:
@@ -431,8 +444,8 @@ def test_aclose_waits_until_the_stream_has_stopped(
     made: list[Any] = []
     real = pipeline.stream
 
-    def recorded(*args: Any) -> Any:
-        made.append(real(*args))
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        made.append(real(*args, **kwargs))
         return made[-1]
 
     monkeypatch.setattr(pipeline, "stream", recorded)

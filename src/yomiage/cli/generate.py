@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
         options = synthesis_options(args, speaker)
         loaded = time.perf_counter()
         progress = Progress(len(text.strip()), enabled=not args.quiet and sys.stderr.isatty())
-        chunks = progress.track(speaker.stream(text, options))
         streaming = to_stdout and fmt in ("wav", "pcm")
+        chunks = progress.track(speaker.stream(text, options, early_audio=streaming))
         kept: list[AudioChunk] = []
         out: IO[bytes] = sys.stdout.buffer
         if streaming:

@@ -63,7 +63,12 @@ class SpeechService(Protocol):
         """False while the engine cannot take requests (a worker restarting)."""
         ...
 
-    def open(self, voice: str, text: str, options: SynthesisOptions) -> ChunkSource: ...
+    def open(
+        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+    ) -> ChunkSource:
+        """A request's audio. ``early_audio``: the client hears it as it comes (a
+        streamed response), so small first windows; False for a whole-body response."""
+        ...
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         """A whole response in a container that libsndfile writes."""
@@ -85,10 +90,13 @@ class SpeechService(Protocol):
 class LocalChunkSource:
     """A speaker's stream stepped from worker threads, one step at a time."""
 
-    def __init__(self, tts: TTS, voice: str, text: str, options: SynthesisOptions) -> None:
+    def __init__(
+        self, tts: TTS, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+    ) -> None:
         self._speaker = tts.speakers[voice]
         self._text = text
         self._options = options
+        self._early_audio = early_audio
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._chunks: Iterator[AudioChunk] | None = None
@@ -99,7 +107,9 @@ class LocalChunkSource:
             if self._closed:
                 return None
             if self._chunks is None:
-                self._chunks = self._speaker.stream(self._text, self._options, cancel=self._cancel)
+                self._chunks = self._speaker.stream(
+                    self._text, self._options, cancel=self._cancel, early_audio=self._early_audio
+                )
             return next(self._chunks, None)
 
     def cancel(self) -> None:
@@ -134,8 +144,10 @@ class LocalService:
     def available(self) -> bool:
         return True
 
-    def open(self, voice: str, text: str, options: SynthesisOptions) -> LocalChunkSource:
-        return LocalChunkSource(self.tts, voice, text, options)
+    def open(
+        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+    ) -> LocalChunkSource:
+        return LocalChunkSource(self.tts, voice, text, options, early_audio)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         return encode_whole(audio, fmt)

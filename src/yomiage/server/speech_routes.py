@@ -189,7 +189,9 @@ async def _speak(
         state.metrics.rejected.inc("not_ready")
         raise state.not_ready()
     slot = await _admit(state, request)
-    pump = ChunkPump(state.executor, state.service.open(card.name, text, options))
+    heard_as_made = fmt.stream or sse  # else the client waits for the whole body
+    source = state.service.open(card.name, text, options, early_audio=heard_as_made)
+    pump = ChunkPump(state.executor, source)
     try:
         first = await _first_chunk(state, request, pump)
     except BaseException as exc:

@@ -136,8 +136,10 @@ class WorkerService:
         generation = self._generation
         return generation.process.pid if generation is not None and generation.alive else None
 
-    def open(self, voice: str, text: str, options: SynthesisOptions) -> WorkerChunkSource:
-        return WorkerChunkSource(self, voice, text, options)
+    def open(
+        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+    ) -> WorkerChunkSource:
+        return WorkerChunkSource(self, voice, text, options, early_audio)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         data: bytes = self._call(self._current(), "encode", audio, fmt)
@@ -329,10 +331,15 @@ class WorkerChunkSource:
     """One request's stream in the child, stepped from the parent's threads."""
 
     def __init__(
-        self, service: WorkerService, voice: str, text: str, options: SynthesisOptions
+        self,
+        service: WorkerService,
+        voice: str,
+        text: str,
+        options: SynthesisOptions,
+        early_audio: bool = True,
     ) -> None:
         self._service = service
-        self._request = (voice, text, options)
+        self._request = (voice, text, options, early_audio)
         self._generation: _Generation | None = None
         self._stream_id = 0
         self._cancelled = False

@@ -80,8 +80,8 @@ def _serve(conn: Connection, service: SpeechService) -> None:
         try:
             value: Any = None
             if op == "open":
-                stream_id, voice, text, options = args
-                source = service.open(voice, text, options)
+                stream_id, voice, text, options, early_audio = args
+                source = service.open(voice, text, options, early_audio)
                 with lock:
                     streams[stream_id] = source
             elif op == "next":
