@@ -247,12 +247,54 @@ def errors_table(bundle: Path, work: Path, piper: Path | None, configs: list[str
         )
 
 
+def zero_padding_table(bundle: Path, work: Path, piper: Path | None) -> None:
+    """A sentence that fits one window is decoded in one call, padded with zero frames
+    to the next window length: its error against decoding it whole, per engine."""
+    from yomiage.runtime.chunking import (
+        DEFAULT_FIRST_WINDOW_FRAMES,
+        DEFAULT_WINDOW_FRAMES,
+        window_lengths,
+    )
+
+    context = int(json.loads((bundle / "voice.json").read_text("utf-8"))["receptive_field_frames"])
+    lengths = window_lengths(DEFAULT_WINDOW_FRAMES, context, DEFAULT_FIRST_WINDOW_FRAMES)
+    print()
+    print("| decoder | input | zero frames | onnxruntime f32: max abs / SNR dB "
+          "| openvino bf16 vs f32 whole: unpadded / padded SNR dB |")  # fmt: skip
+    print("| --- | --- | --- | --- | --- |")
+    inputs = [("full-size synthetic", bundle / "decoder.onnx", "z", label, z, {"g": g})
+              for label, z, g in voice_latents(bundle, work)]  # fmt: skip
+    if piper is not None:
+        front, decoder = piper_parts(piper, work)
+        inputs += [("trained piper en_US-joe-medium", decoder, PIPER_LATENT, label, z, {})
+                   for label, z in piper_latents(piper, front)]  # fmt: skip
+    graphs: dict[tuple[Path, str], Any] = {}
+    for name, path, latent, label, z, rest in inputs:
+        n = z.shape[2]
+        length = next((k for k in lengths if k >= n), None)
+        if length is None:
+            continue
+        padded = np.pad(z, ((0, 0), (0, 0), (0, length - n)))
+        out = {}
+        for engine, precision in (("onnxruntime", "f32"), ("openvino", "bf16")):
+            graph = graphs.get((path, engine))
+            if graph is None:
+                graph = graphs[(path, engine)] = open_graph(path, engine, precision)
+            whole = decode(graph, {latent: z, **rest}, None)
+            out[engine] = whole, decode(graph, {latent: padded, **rest}, None)[: whole.size]
+        ref = out["onnxruntime"][0]
+        f32_max, f32_snr = error(ref, out["onnxruntime"][1])
+        bf16 = [error(ref, x)[1] for x in out["openvino"]]
+        print(f"| {name} | {label} ({n} frames) | {length - n} | {f32_max:.3g} / {f32_snr:.1f} "
+              f"| {bf16[0]:.1f} / {bf16[1]:.1f} |")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--bundle", type=Path, default=HERE / ".cache" / "bundle-full-0")
     parser.add_argument("--piper", type=Path, help="en_US-joe-medium.onnx (see the docstring)")
     parser.add_argument("--work", type=Path, default=Path("/tmp/decoder-precision"))
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=3, help="timing runs (0: errors only)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.work.mkdir(parents=True, exist_ok=True)
@@ -266,6 +308,10 @@ def main() -> None:
     )
     print()
     errors_table(args.bundle, args.work, args.piper, configs)
+    if "openvino bf16" in configs:
+        zero_padding_table(args.bundle, args.work, args.piper)
+    if args.repeats < 1:  # the errors only
+        return
     runs: dict[str, list[dict[str, float]]] = {c: [] for c in configs}
     for _ in range(args.repeats):
         for config in configs:
