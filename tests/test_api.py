@@ -41,11 +41,16 @@ def tts(engine: TTS) -> TTS:
     return engine
 
 
-@pytest.fixture(scope="module")
-def reference_tts(reference_bundle: Path) -> Iterator[TTS]:
-    """The reference fixture voice, its BERT in float32 (as the reference ran it)."""
-    engine = TTS(bert_precision="fp32", decoder_precision="fp32", threads=2)
-    engine.load("tiny", source=f"file://{reference_bundle}")
+@pytest.fixture(scope="module", params=["bundle", "aivmx"])
+def reference_tts(request: pytest.FixtureRequest, reference_bundle: Path) -> Iterator[TTS]:
+    """The reference fixture voice, its BERT in float32 (as the reference ran it): converted
+    from the SBV2 folder, and read from the same voice in AivisSpeech's AIVMX format."""
+    engine = TTS(bert_precision="fp32", decoder_precision="fp32", threads=2,
+                 bert_source=reference_bundle / "bert")  # fmt: skip
+    if request.param == "bundle":
+        engine.load("tiny", source=f"file://{reference_bundle}")
+    else:
+        engine.load("tiny", source=FIXTURES / "aivmx" / "sbv2_tiny.aivmx")
     yield engine.prepare()
     engine.close()
 

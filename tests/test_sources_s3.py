@@ -109,3 +109,16 @@ def test_s3_without_boto3(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve(SRC)
     with pytest.raises(OfflineError, match=f"yomiage download {SRC}"):
         resolve(SRC, offline=True)
+
+
+def test_s3_source_naming_one_aivmx_file(s3: Any, tmp_path: Path) -> None:
+    """s3://bucket/dir/voice.aivmx: that file alone, beside others in its folder."""
+    aivmx = TEST_VOICES.parent / "aivmx" / "tiny.aivmx"
+    s3.put_object(Bucket=BUCKET, Key="aivm/tiny.aivmx", Body=aivmx.read_bytes())
+    s3.put_object(Bucket=BUCKET, Key="aivm/other.aivmx", Body=b"not this one")
+    path = resolve(f"s3://{BUCKET}/aivm/tiny.aivmx")
+    assert path.is_file() and path.read_bytes() == aivmx.read_bytes()
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.aivmx"]
+    assert resolve(f"s3://{BUCKET}/aivm/tiny.aivmx", offline=True) == path
+    with pytest.raises(SourceNotFoundError, match="no such file"):
+        resolve(f"s3://{BUCKET}/aivm/missing.aivmx")

@@ -27,6 +27,7 @@ from yomiage.errors import (
     OfflineError,
     SourceError,
     SourceNotFoundError,
+    YomiageError,
 )
 from yomiage.runtime.bundle import FORMAT_VERSION
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
@@ -85,6 +86,14 @@ class Artifacts:
     def voice_folder(self, name: str, source: str | Path) -> Path:
         """The folder the backend loads for voice ``name`` (converted once if need be)."""
         folder = self._resolve(source)
+        aivmx = aivmx_file(folder, name)
+        if aivmx is not None:
+            if self.backend == "torch":
+                raise ModelLoadError(
+                    f"voice {name!r}: {aivmx} is an AIVMX voice (ONNX); it runs on the ONNX "
+                    "backend (device='cpu'), not on PyTorch"
+                )
+            return aivmx_once(aivmx, self.cache)
         layout = detect_layout(folder)
         if layout is None:
             raise ModelLoadError(
@@ -225,17 +234,61 @@ def convert_once(
             "torch",
             "torch",
         ) from None
-    from yomiage.export.convert import ConversionError
+    return _made_once(target, folder, marker, convert, cache)
 
+
+def aivmx_file(path: Path, name: str) -> Path | None:
+    """The AIVMX file a voice source means: the file itself, or in a folder of them the
+    only one, else the one named like the voice (by file stem). None for other sources."""
+    if path.is_file():
+        return path if path.suffix.lower() == ".aivmx" else None
+    if detect_layout(path) is not None:
+        return None
+    found = sorted(path.glob("*.aivmx"))
+    if len(found) <= 1:
+        return found[0] if found else None
+    named = [f for f in found if f.stem == name]
+    if not named:
+        raise ModelLoadError(
+            f"voice {name!r}: {path} holds several AIVMX voices "
+            f"({', '.join(f.stem for f in found)}); name the voice after one of them "
+            "or give the file itself as its source"
+        )
+    return named[0]
+
+
+def aivmx_once(path: Path, cache: Cache) -> Path:
+    """The bundle of an AIVMX file in the cache, cut once (no torch needed), under a key of
+    the file's sha256 and the bundle format."""
+    from yomiage.aivmx.bundle import write_bundle
+    from yomiage.aivmx.reader import read_aivmx
+    from yomiage.runtime.bundle import sha256_file
+
+    sha256 = sha256_file(path)
+    target = cache.converted_dir(f"aivmx-{sha256[:32]}-v{FORMAT_VERSION}")
+    if (target / "voice.json").is_file():
+        return target
+
+    def convert(source: Path, out: Path) -> object:
+        return write_bundle(read_aivmx(source), out, sha256=sha256, progress=log.info)
+
+    return _made_once(target, path, "voice.json", convert, cache)
+
+
+def _made_once(
+    target: Path, source: Path, marker: str, convert: Callable[[Path, Path], object], cache: Cache
+) -> Path:
     with cache.lock(target.name):
         if (target / marker).is_file():  # another process converted it meanwhile
             return target
-        log.info("converting %s to ONNX in %s (once; it takes minutes)", folder, target)
+        log.info("converting %s to ONNX in %s (once; it takes minutes)", source, target)
         with cache.staging(target) as work:
             try:
-                convert(folder, work / "bundle")
-            except ConversionError as exc:
-                raise ModelLoadError(f"cannot convert {folder}: {exc}") from exc
+                convert(source, work / "bundle")
+            except ModelLoadError:
+                raise
+            except YomiageError as exc:  # ConversionError and the like
+                raise ModelLoadError(f"cannot convert {source}: {exc}") from exc
             for path in (work / "bundle").iterdir():
                 path.rename(work / path.name)
             (work / "bundle").rmdir()

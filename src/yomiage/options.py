@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import TypedDict
 
 from yomiage.errors import OptionError
@@ -35,6 +35,10 @@ def _check_number(name: str, value: object) -> None:
         raise OptionError(name, f"{name} must be a finite number, not {value!r}")
     if not low <= value <= high:
         raise OptionError(name, f"{name} must be between {low:g} and {high:g}, not {value:g}")
+
+
+# SBV2 names its neutral style "Neutral", AivisSpeech's voices "ノーマル": either name reaches it.
+STYLE_ALIASES = {"Neutral": "ノーマル", "ノーマル": "Neutral"}
 
 
 @dataclass(frozen=True)
@@ -106,8 +110,12 @@ class SynthesisOptions:
     def check_voice(
         self, voice: str, styles: tuple[str, ...], speaker_ids: Mapping[str, int]
     ) -> SynthesisOptions:
-        """``self`` if ``voice`` has the style and speaker asked for; OptionError names them."""
-        if self.style not in styles:
+        """``self`` if ``voice`` has the style and speaker asked for (a style asked for by
+        its other name comes back under the voice's); OptionError names them."""
+        style = self.style
+        if style not in styles and STYLE_ALIASES.get(style) in styles:
+            style = STYLE_ALIASES[style]
+        if style not in styles:
             raise OptionError(
                 "style",
                 f"unknown style {self.style!r} for voice {voice!r}; styles: {', '.join(styles)}",
@@ -118,7 +126,7 @@ class SynthesisOptions:
                 "speaker_id",
                 f"unknown speaker_id {self.speaker_id} for voice {voice!r}; speakers: {known}",
             )
-        return self
+        return self if style == self.style else replace(self, style=style)
 
 
 class OptionFields(TypedDict, total=False):

@@ -45,6 +45,8 @@ class Speaker:
         self.speaker_ids: Mapping[str, int] = MappingProxyType(dict(info.speakers))
         # Which engine and precision decode it, e.g. "decoder bf16 on openvino".
         self.runtime = info.runtime
+        # The publisher's name, version and licence text (AIVMX voices), else None.
+        self.credits = info.credits
         self._voice = voice
         self._pipeline = pipeline
 

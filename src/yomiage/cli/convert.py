@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 # Measured with /usr/bin/time on the full-size synthetic voice and BERT, 2 cores.
 MEMORY_NOTE = (
@@ -16,15 +18,22 @@ MEMORY_NOTE = (
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     conv = sub.add_parser(
         "convert",
-        help="convert an SBV2 voice folder (and its BERT) to ONNX bundles (needs yomiage[torch])",
+        help="convert an SBV2 voice folder or an AIVMX file (and a BERT) to ONNX bundles",
         description="Export an SBV2 JP-Extra voice folder (and its DeBERTa) to the ONNX bundles "
-        "the CPU runtime loads, checked against PyTorch. " + MEMORY_NOTE,
+        "the CPU runtime loads, checked against PyTorch (needs yomiage[torch]); or cut an "
+        "AivisSpeech AIVMX file into a bundle, checked against its own graph (no torch). "
+        + MEMORY_NOTE,
         epilog="examples:\n  yomiage convert models/jvnv-F1-jp voices/jvnv-F1-jp "
         "--bert bert/deberta-v2-large-japanese-char-wwm\n"
-        "  yomiage convert my-voice out --bert bert --quantize q4",
+        "  yomiage convert my-voice out --bert bert --quantize q4\n"
+        "  yomiage convert voice.aivmx voices/voice",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    conv.add_argument("sbv2_dir", help="folder with config.json, *.safetensors, style_vectors.npy")
+    conv.add_argument(
+        "sbv2_dir",
+        metavar="SOURCE",
+        help="SBV2 folder (config.json, *.safetensors, style_vectors.npy) or an .aivmx file",
+    )
     conv.add_argument("out_dir", help="where the voice bundle goes (replaced if present)")
     conv.add_argument(
         "--bert", metavar="BERT_DIR", help="DeBERTa folder; its bundle goes to OUT_DIR/bert"
@@ -41,10 +50,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from yomiage.export.convert import convert_bert, convert_voice
-
     started = time.perf_counter()
 
     def progress(step: str) -> None:
@@ -52,6 +57,51 @@ def run(args: argparse.Namespace) -> int:
             print(f"[{time.perf_counter() - started:6.1f} s] {step}", file=sys.stderr, flush=True)
 
     out = Path(args.out_dir)
+    if Path(args.sbv2_dir).suffix.lower() == ".aivmx":
+        if args.decoder == "int8":
+            raise ValueError("--decoder int8 needs an SBV2 folder (PyTorch weights), not AIVMX")
+        _convert_aivmx(Path(args.sbv2_dir), out, progress)
+    else:
+        _convert_sbv2(args, out, progress)
+    if args.bert:
+        from yomiage.export.convert import convert_bert
+
+        tokenizer = Path(args.tokenizer) if args.tokenizer else None
+        bert, errors = convert_bert(
+            Path(args.bert),
+            out / "bert",
+            tokenizer_dir=tokenizer,
+            quantize=args.quantize,
+            progress=progress,
+        )
+        shown = ", ".join(f"{k} {v:.2g}" for k, v in errors.items())
+        print(f"wrote BERT bundle {bert} (feature error vs PyTorch: {shown})")
+    return 0
+
+
+def _convert_aivmx(source: Path, out: Path, progress: Callable[[str], None]) -> None:
+    from yomiage.aivmx import read_aivmx
+    from yomiage.aivmx.bundle import write_bundle
+
+    progress(f"reading {source}")
+    voice = read_aivmx(source)
+    bundle = write_bundle(voice, out, progress=progress)
+    print(
+        f"wrote voice bundle {bundle} from AIVMX {voice.name!r} {voice.version} "
+        f"(licence: {_licence_line(voice.license)})"
+    )
+
+
+def _licence_line(text: str | None) -> str:
+    if not text:
+        return "none given in the file"
+    first = text.strip().splitlines()[0]
+    return first if len(first) <= 80 else first[:77] + "..."
+
+
+def _convert_sbv2(args: argparse.Namespace, out: Path, progress: Callable[[str], None]) -> None:
+    from yomiage.export.convert import convert_voice
+
     features = None
     if args.decoder == "int8" and args.bert:
         from yomiage.bert.torch_bert import TorchBert
@@ -80,15 +130,3 @@ def run(args: argparse.Namespace) -> int:
             f"int8 decoder vs float32: {error.get('snr_db', float('nan')):.1f} dB SNR, "
             f"max abs {error.get('max_abs', float('nan')):.3g}"
         )
-    if args.bert:
-        tokenizer = Path(args.tokenizer) if args.tokenizer else None
-        bert, errors = convert_bert(
-            Path(args.bert),
-            out / "bert",
-            tokenizer_dir=tokenizer,
-            quantize=args.quantize,
-            progress=progress,
-        )
-        shown = ", ".join(f"{k} {v:.2g}" for k, v in errors.items())
-        print(f"wrote BERT bundle {bert} (feature error vs PyTorch: {shown})")
-    return 0

@@ -33,12 +33,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dl.set_defaults(func=run_download)
 
     vc = sub.add_parser("voices", help="list the known voices, their licenses and sources")
-    vc.epilog = "examples:\n  yomiage voices\n  yomiage voices --format sbv2 --json"
+    vc.epilog = (
+        "examples:\n  yomiage voices\n  yomiage voices --format sbv2 --json\n"
+        "  yomiage voices my-voice.aivmx     # its speakers, styles and full licence text"
+    )
     vc.formatter_class = argparse.RawDescriptionHelpFormatter
     vc.add_argument("--format", choices=["onnx", "sbv2"], default="onnx",
                     help="which source to show and check in the cache")  # fmt: skip
     vc.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $YOMIAGE_CACHE)")
     vc.add_argument("--json", action="store_true", help="one JSON list")
+    vc.add_argument("files", nargs="*", metavar="FILE.aivmx",
+                    help="AIVMX voice files to describe instead of the catalog")  # fmt: skip
     vc.set_defaults(func=run_voices)
 
 
@@ -56,6 +61,8 @@ def run_download(args: argparse.Namespace) -> int:
 def run_voices(args: argparse.Namespace) -> int:
     from yomiage.sources import catalog, is_cached
 
+    if args.files:
+        return _describe_aivmx(args.files, as_json=args.json)
     rows = []
     for name in catalog.names():
         entry = catalog.lookup(name)
@@ -75,4 +82,31 @@ def run_voices(args: argparse.Namespace) -> int:
     for e, src, cached in rows:
         mark = "cached" if cached else "-"
         print(f"{e.name:<{width}}  {mark:<6}  {e.license:<34}  {src}")
+    return 0
+
+
+def _describe_aivmx(files: list[str], *, as_json: bool) -> int:
+    """Each AIVMX file's identity, speakers, styles and whole licence text: what a user
+    must read before publishing audio made with it."""
+    from yomiage.aivmx import read_aivmx
+
+    voices = [read_aivmx(file) for file in files]
+    if as_json:
+        records = [
+            {"file": str(v.path), "name": v.name, "version": v.version, "uuid": v.uuid,
+             "speakers": [{"name": s.name, "local_id": s.local_id, "styles": dict(s.styles)}
+                          for s in v.speakers],
+             "license": v.license, "description": v.description}
+            for v in voices
+        ]  # fmt: skip
+        print(json.dumps(records, ensure_ascii=False))
+        return 0
+    for v in voices:
+        print(f"{v.name} {v.version}  ({v.path}, uuid {v.uuid})")
+        for speaker in v.speakers:
+            styles = ", ".join(f"{n}={i}" for n, i in speaker.styles.items())
+            print(f"  speaker {speaker.name} (id {speaker.local_id}): {styles}")
+        print("  licence:", "none given in the file" if not v.license else "")
+        for line in (v.license or "").strip().splitlines():
+            print(f"    {line}")
     return 0

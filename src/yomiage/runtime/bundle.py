@@ -47,6 +47,7 @@ class VoiceManifest:
     receptive_field_frames: int
     files: Mapping[str, str]
     decoder_int8: Mapping[str, float] | None = None  # its error vs float32, when present
+    aivm: Mapping[str, Any] | None = None  # the AIVM identity of a bundle cut from an AIVMX file
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -124,4 +125,5 @@ def read_manifest(folder: Path) -> VoiceManifest:
         decoder_int8=data.get("decoder_int8")
         if isinstance(data.get("decoder_int8"), dict)
         else None,
+        aivm=data.get("aivm") if isinstance(data.get("aivm"), dict) else None,
     )

@@ -10,7 +10,7 @@ by the generator's receptive field that grow from a small first one
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement
 from yomiage.runtime.sessions import Sessions
-from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
+from yomiage.runtime.voice import Durations, EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import ModelInputs, to_model_inputs
@@ -127,6 +127,7 @@ class BundleVoice:
             n_speakers=m.n_speakers,
             add_blank=m.add_blank,
             runtime=self.placement.describe(),
+            credits=_credits(m.aivm),
         )
         self.bert_dim = m.bert_dim
         self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
@@ -223,3 +224,18 @@ class BundleVoice:
                 yield np.ascontiguousarray(audio[0, 0, window.crop(hop)])
         finally:
             release_free_memory()
+
+
+def _credits(aivm: Mapping[str, Any] | None) -> VoiceCredits | None:
+    """The AIVM identity ``voice.json`` kept from an AIVMX file (:mod:`yomiage.aivmx.bundle`)."""
+    if not aivm:
+        return None
+    licence = aivm.get("license")
+    return VoiceCredits(
+        name=str(aivm.get("name", "")),
+        version=str(aivm.get("version", "")),
+        uuid=str(aivm.get("uuid", "")),
+        license=licence if isinstance(licence, str) else None,
+        description=str(aivm.get("description") or ""),
+        sha256=str(aivm.get("sha256", "")),
+    )

@@ -24,6 +24,27 @@ from yomiage.text.symbols import ModelInputs
 
 
 @dataclass(frozen=True)
+class VoiceCredits:
+    """What a voice's publisher says about it (AIVMX voices carry this): shown wherever the
+    voice is listed, so a user can see what its licence allows before using it."""
+
+    name: str
+    version: str = ""
+    uuid: str = ""
+    license: str | None = None  # the licence text as published; None if the file gives none
+    description: str = ""
+    source_format: str = "AIVMX"
+    sha256: str = ""  # of the file it came from
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {
+            "name": self.name, "version": self.version, "uuid": self.uuid,
+            "license": self.license, "description": self.description,
+            "format": self.source_format, "sha256": self.sha256,
+        }  # fmt: skip
+
+
+@dataclass(frozen=True)
 class VoiceInfo:
     """What a loaded voice is: its rates, and what callers may choose."""
 
@@ -37,6 +58,7 @@ class VoiceInfo:
     whole_utterance: bool = False
     # Which engine runs its graphs and in what precision, for people (logs, /v1/voices).
     runtime: str = "fp32 on onnxruntime"  # what decodes it, for people to read
+    credits: VoiceCredits | None = None  # the publisher's metadata, when the voice has some
 
     def check_speaker(self, options: SynthesisOptions) -> None:
         """OptionError listing the voice's speakers when ``options.speaker_id`` is not one."""

@@ -20,6 +20,7 @@ from typing import Protocol
 from yomiage.audio import Audio, AudioChunk
 from yomiage.engine import TTS, WARMUP_TEXT
 from yomiage.options import SynthesisOptions
+from yomiage.runtime.voice import VoiceCredits
 from yomiage.server.encoding import OutputFormat, encode_whole
 from yomiage.text.user_dict import SkippedEntry, UserWord
 
@@ -33,6 +34,7 @@ class VoiceCard:
     styles: tuple[str, ...]
     speaker_ids: Mapping[str, int]
     runtime: str = ""  # what runs it, e.g. "decoder bf16 on openvino"
+    credits: VoiceCredits | None = None  # publisher, version, licence text (AIVMX voices)
 
 
 class ChunkSource(Protocol):
@@ -131,7 +133,9 @@ class LocalService:
         self.tts = tts
         self._voices = MappingProxyType(
             {
-                name: VoiceCard(name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime)
+                name: VoiceCard(
+                    name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime, s.credits
+                )
                 for name, s in tts.speakers.items()  # NotPreparedError before prepare()
             }
         )

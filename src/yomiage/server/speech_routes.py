@@ -118,6 +118,8 @@ def _voice_record(state: ServerState, card: VoiceCard) -> dict[str, Any]:
         "speakers": dict(card.speaker_ids),
         "sample_rate": card.sample_rate,
         "runtime": card.runtime,
+        "license": card.credits.license if card.credits else None,
+        "credits": card.credits.as_dict() if card.credits else None,
         "default": card.name == state.default_voice,
         "aliases": aliases,
     }

@@ -22,6 +22,7 @@ missing boto3.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shlex
 from collections.abc import Iterable
@@ -63,6 +64,7 @@ __all__ = [
 ]
 
 OFFLINE_ENV = ("HF_HUB_OFFLINE", "YOMIAGE_OFFLINE")
+FILE_SOURCES = (".aivmx",)  # a voice that is one file (AivisSpeech's format), not a folder
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -105,7 +107,7 @@ def _resolve(
     src = parse(source)
     if isinstance(src, LocalSource):
         path = src.path.expanduser()
-        if not path.is_dir():
+        if not (path.is_dir() or (path.is_file() and path.suffix.lower() in FILE_SOURCES)):
             raise SourceNotFoundError(
                 f"voice source {str(source)!r}: no such folder {path}", source=str(source)
             )
@@ -130,7 +132,38 @@ def _resolve(
 
     # boto3 is imported only when going online: a cache filled at build time
     # works in an image without the [s3] extra.
-    return snapshot.ensure(_snapshot(src, cache), request, connect)
+    file = _file_in_folder(src)
+    if file is None:
+        return snapshot.ensure(_snapshot(src, cache), request, connect)
+    folder, name = file
+    place = cache.file_snapshot(_snapshot(folder, cache), name, str(src))
+    # The hub lists repository paths, S3 paths below the folder's prefix.
+    hub_folder = folder.subfolder if isinstance(folder, HubSource) else ""
+    listed = f"{hub_folder}/{name}" if hub_folder else name
+
+    def connect_folder() -> snapshot.Remote:
+        remote: snapshot.Remote
+        if isinstance(folder, HubSource):
+            remote = HubRemote(HubClient(hub_endpoint(), hub_token(token)), folder)
+        else:
+            from yomiage.sources.s3 import S3Remote, make_client
+
+            remote = S3Remote(make_client(), folder)
+        return snapshot.OneFile(remote, listed, str(src))
+
+    return snapshot.ensure(place, request, connect_folder)
+
+
+def _file_in_folder(src: HubSource | S3Source) -> tuple[HubSource | S3Source, str] | None:
+    """A remote source naming one file (``hf://owner/repo/dir/voice.aivmx``): the folder
+    that holds it and its name; None for a folder."""
+    path = src.subfolder if isinstance(src, HubSource) else src.prefix
+    if not path.lower().endswith(FILE_SOURCES):
+        return None
+    parent, _, name = path.rpartition("/")
+    if isinstance(src, HubSource):
+        return dataclasses.replace(src, subfolder=parent), name
+    return dataclasses.replace(src, prefix=parent), name
 
 
 def resolve(
@@ -211,6 +244,7 @@ def _check_name(item: str | Path) -> None:
         and os.sep not in item
         and ":" not in item
         and not Path(item).expanduser().is_dir()
+        and not Path(item).expanduser().is_file()
     ):
         lookup(item)  # raises UnknownVoiceError listing the known names
 
@@ -261,5 +295,6 @@ def is_cached(source: str | Path, *, cache_dir: Path | str | None = None) -> boo
     and intact cached snapshot. Never touches the network."""
     src = parse(source)
     if isinstance(src, LocalSource):
-        return src.path.expanduser().is_dir()
+        path = src.path.expanduser()
+        return path.is_dir() or (path.is_file() and path.suffix.lower() in FILE_SOURCES)
     return snapshot.cached(_snapshot(src, Cache.at(cache_dir)))

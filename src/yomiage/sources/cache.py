@@ -110,6 +110,13 @@ class Cache:
         manifest = self.root / "manifests" / "s3" / src.bucket / (_name(src.prefix) + ".json")
         return self._snapshot(str(src), folder, folder, manifest)
 
+    def file_snapshot(self, folder: Snapshot, name: str, source: str) -> Snapshot:
+        """One file ``name`` of the remote folder ``folder`` (a one-file voice such as an
+        AIVMX): stored where the folder's copy of it would be, with its own manifest, so
+        the folder itself is never taken for complete."""
+        manifest = folder.manifest.with_name(f"{folder.manifest.stem}@{_name(name)}.json")
+        return self._snapshot(source, folder.files_root, folder.folder / name, manifest)
+
     def _snapshot(self, source: str, files_root: Path, folder: Path, manifest: Path) -> Snapshot:
         key = manifest.relative_to(self.root).as_posix()
         return Snapshot(source, self.root, files_root, folder, manifest, self.lock_path(key))

@@ -42,6 +42,25 @@ class Remote(Protocol):
 
 
 @dataclass(frozen=True)
+class OneFile:
+    """One file of a remote folder, as a remote of its own (``path``: as the folder lists it)."""
+
+    folder: Remote
+    path: str
+    source: str
+
+    def listing(self) -> Listing:
+        listing = self.folder.listing()
+        files = tuple(f for f in listing.files if f.path == self.path)
+        if not files:
+            raise SourceNotFoundError(
+                f"{self.source}: no such file ({self.path} is not in its folder)",
+                source=self.source,
+            )
+        return Listing(listing.revision, files, listing.opener)
+
+
+@dataclass(frozen=True)
 class Request:
     """How to fill a snapshot: the user-facing source, offline mode, the fetch command."""
 
