@@ -290,3 +290,23 @@ def test_a_hub_source_naming_one_aivmx_file(
     with TTS(**kwargs, offline=True).load("tiny", source=source).prepare() as tts:
         offline = tts.speakers["tiny"].generate("はい。", seed=0)
     np.testing.assert_array_equal(online.samples, offline.samples)
+
+
+def test_a_changed_file_is_cut_again(tmp_path: Path) -> None:
+    """The cut bundle is keyed by the file's content, not its name."""
+    path = tmp_path / "voice.aivmx"
+    path.write_bytes(AIVMX.read_bytes())
+    kwargs: dict[str, Any] = {"threads": 1, "cache_dir": tmp_path / "cache",
+                              "bert_source": TEST_VOICES / "tiny" / "bert"}  # fmt: skip
+
+    def credits() -> Any:
+        with TTS(**kwargs).load("v", source=path).prepare() as tts:
+            return tts.speakers["v"].credits
+
+    assert credits().license is None
+    assert credits().license is None  # the second load finds the cut bundle
+    edited = _edited(tmp_path, _manifest_edit(lambda m: m.update(license=LICENCE)))
+    path.write_bytes(edited.read_bytes())
+    assert credits().license == LICENCE
+    cut = [p for p in (tmp_path / "cache" / "converted").iterdir() if p.name.startswith("aivmx-")]
+    assert len(cut) == 2

@@ -262,9 +262,9 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
     the file's sha256 and the bundle format."""
     from yomiage.aivmx.bundle import write_bundle
     from yomiage.aivmx.reader import read_aivmx
-    from yomiage.runtime.bundle import sha256_file
+    from yomiage.runtime.integrity import file_sha256
 
-    sha256 = sha256_file(path)
+    sha256 = file_sha256(path, cache.root / "verified")
     target = cache.converted_dir(f"aivmx-{sha256[:32]}-v{FORMAT_VERSION}")
     if (target / "voice.json").is_file():
         return target
