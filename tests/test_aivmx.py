@@ -310,3 +310,11 @@ def test_a_changed_file_is_cut_again(tmp_path: Path) -> None:
     assert credits().license == LICENCE
     cut = [p for p in (tmp_path / "cache" / "converted").iterdir() if p.name.startswith("aivmx-")]
     assert len(cut) == 2
+
+
+def test_generate_cli_reads_an_aivmx_file(tmp_path: Path) -> None:
+    out = tmp_path / "hello.wav"
+    args = ["generate", "はい、そうです。", "--model", str(AIVMX), "--cache-dir",
+            str(tmp_path / "cache"), "--bert", str(TEST_VOICES / "tiny" / "bert"), "-o", str(out)]  # fmt: skip
+    assert main([*args, "-q"]) == 0
+    assert out.stat().st_size > 1000

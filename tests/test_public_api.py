@@ -35,13 +35,17 @@ def test_tts_surface(engine: TTS) -> None:
 
 
 def test_speaker_surface(engine: TTS) -> None:
-    assert _public(Speaker) == {"agenerate", "astream", "generate", "options", "stream"}
+    assert _public(Speaker) == {
+        "agenerate", "astream", "generate", "generate_reading", "options", "predict", "stream",
+    }  # fmt: skip
     speaker = engine.speakers["tiny"]
     assert {k for k in vars(speaker) if not k.startswith("_")} == {
+        "credits",
         "name",
         "runtime",
         "sample_rate",
         "speaker_ids",
+        "style_ids",
         "styles",
     }
 
@@ -72,5 +76,5 @@ def test_audio_surface() -> None:
 def test_options_fields() -> None:
     assert [f.name for f in dataclasses.fields(SynthesisOptions)] == [
         "style", "style_weight", "speaker_id", "speed", "sdp_ratio", "noise", "noise_w",
-        "pitch_scale", "intonation_scale", "seed", "quick_start",
+        "pitch_scale", "intonation_scale", "seed", "quick_start", "pause_seconds", "pause_scale",
     ]  # fmt: skip

@@ -24,7 +24,9 @@ RANGES: Mapping[str, tuple[float, float]] = {
     "noise_w": (0.0, 2.0),  # SBV2 default 0.8
     "pitch_scale": (0.25, 4.0),  # two octaves either way
     "intonation_scale": (0.0, 4.0),
+    "pause_scale": (0.0, 10.0),  # times the pause between sentences
 }
+MAX_PAUSE_SECONDS = 10.0
 MAX_SEED = 2**64 - 1
 MAX_STYLE_NAME = 256
 
@@ -50,6 +52,8 @@ class SynthesisOptions:
     reads a long first sentence's first clause (up to its first comma) on its
     own, so the first audio of a stream comes sooner; the clause is then read
     without the rest of the sentence as context (SBV2 never does this).
+    The pause between sentences is the duration predictor's (at least 80 ms),
+    or ``pause_seconds`` when given, times ``pause_scale``.
     Ranges: :data:`RANGES`.
     """
 
@@ -64,6 +68,8 @@ class SynthesisOptions:
     intonation_scale: float = 1.0
     seed: int | None = None
     quick_start: bool = False
+    pause_seconds: float | None = None
+    pause_scale: float = 1.0
 
     def __post_init__(self) -> None:
         for name in RANGES:
@@ -81,6 +87,16 @@ class SynthesisOptions:
         if not isinstance(self.quick_start, bool):
             raise OptionError(
                 "quick_start", f"quick_start must be True or False, not {self.quick_start!r:.40}"
+            )
+        if self.pause_seconds is not None and (
+            isinstance(self.pause_seconds, bool)
+            or not isinstance(self.pause_seconds, int | float)
+            or not 0.0 <= self.pause_seconds <= MAX_PAUSE_SECONDS
+        ):
+            raise OptionError(
+                "pause_seconds",
+                f"pause_seconds must be 0-{MAX_PAUSE_SECONDS:g} or None, "
+                f"not {self.pause_seconds!r:.40}",
             )
         if self.seed is not None and (
             isinstance(self.seed, bool)
@@ -146,3 +162,5 @@ class OptionFields(TypedDict, total=False):
     intonation_scale: float
     seed: int | None
     quick_start: bool
+    pause_seconds: float | None
+    pause_scale: float

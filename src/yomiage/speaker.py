@@ -11,12 +11,14 @@ import asyncio
 import contextlib
 import functools
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from yomiage.audio import Audio, AudioChunk
+from yomiage.audio.timings import Timings, sentence_timings
+from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 
 if TYPE_CHECKING:
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from yomiage.options import OptionFields
     from yomiage.runtime.voice import Voice
     from yomiage.synthesis.pipeline import Pipeline
+    from yomiage.text.g2p import Phonemes
 
 _DONE = object()
 
@@ -43,6 +46,10 @@ class Speaker:
         self.sample_rate = info.sample_rate
         self.styles = info.styles
         self.speaker_ids: Mapping[str, int] = MappingProxyType(dict(info.speakers))
+        # Each style's row in the voice's style vectors (an AIVMX voice's local style id).
+        self.style_ids: Mapping[str, int] = MappingProxyType(
+            dict(info.style_rows) or {s: i for i, s in enumerate(info.styles)}
+        )
         # Which engine and precision decode it, e.g. "decoder bf16 on openvino".
         self.runtime = info.runtime
         # The publisher's name, version and licence text (AIVMX voices), else None.
@@ -99,6 +106,41 @@ class Speaker:
         (bit for bit only where the windows fall alike)."""
         chunks = self.stream(text, options, early_audio=False, **overrides)
         return Audio.from_chunks(chunks, self.sample_rate)
+
+    def generate_reading(
+        self,
+        reading: Sequence[Phonemes],
+        options: SynthesisOptions | None = None,
+        **overrides: Unpack[OptionFields],
+    ) -> Audio:
+        """The audio of a reading made by the caller, one :class:`Phonemes` per sentence
+        (an editor's own accents and moras; :class:`~yomiage.text.Frontend` ``.g2p``
+        makes one from text). Pauses and timings as for :meth:`generate`."""
+        checked = self.options(options, **overrides)
+        text = "".join(p.text for p in reading)
+        chunks = self._pipeline.stream(
+            self._voice, text, checked, early_audio=False, reading=list(reading)
+        )
+        return Audio.from_chunks(chunks, self.sample_rate)
+
+    def predict(
+        self, text: str, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]
+    ) -> list[tuple[Phonemes, Timings]]:
+        """Each sentence's phonemes and the timings the duration predictor gives them,
+        without making audio (cheap: BERT and the text encoder only). Each sentence's
+        timings start at 0; the pauses between sentences are not included."""
+        checked = self.options(options, **overrides)
+        info = self._voice.info
+        out = []
+        for sentence, durations in self._pipeline.predict(self._voice, text, checked):
+            if durations is None:
+                raise ModelLoadError(f"voice {self.name!r} cannot predict durations")
+            timings = sentence_timings(
+                sentence.phonemes, durations.inputs, durations.frames,
+                hop_length=info.hop_length, sample_rate=info.sample_rate, offset=0,
+            )  # fmt: skip
+            out.append((sentence.phonemes, timings))
+        return out
 
     async def astream(
         self, text: str, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]

@@ -155,9 +155,12 @@ def voice_sources(args: argparse.Namespace) -> list[tuple[str, str | None]]:
 
 
 def model_name(source: str) -> str:
-    """A voice name for a source: its last path part (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``)."""
+    """A voice name for a source: its last path part (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``;
+    ``voices/mine.aivmx`` → ``mine``)."""
     path = source.split("://", 1)[-1].split("@", 1)[0].rstrip("/\\")
     last = re.split(r"[/\\]", path)[-1]
+    if last.lower().endswith(".aivmx"):
+        last = last[: -len(".aivmx")]
     return last or "voice"
 
 

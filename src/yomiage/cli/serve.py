@@ -114,6 +114,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     net.add_argument("--no-playground", action="store_true", help="no page at /")
     net.add_argument(
+        "--api",
+        default="openai,voicevox",
+        metavar="LIST",
+        help="client APIs besides /tts: openai (/v1/...), voicevox (VOICEVOX's engine routes; "
+        "docs/voicevox.md); default both",
+    )
+    net.add_argument(
         "--in-process",
         action="store_true",
         help="run the engine in the server's own process (no crash protection)",
@@ -226,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         default_voice=args.default_voice,
         warmup=False,  # done by engine_service before the port opens
         playground=not args.no_playground,
+        apis=tuple(a.strip() for a in args.api.split(",") if a.strip()),
     )
     if not _is_loopback(args.host) and config.api_key is None:
         log.warning(

@@ -128,6 +128,7 @@ class BundleVoice:
             add_blank=m.add_blank,
             runtime=self.placement.describe(),
             credits=_credits(m.aivm),
+            style_rows=dict(m.style2id),
         )
         self.bert_dim = m.bert_dim
         self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
@@ -238,4 +239,9 @@ def _credits(aivm: Mapping[str, Any] | None) -> VoiceCredits | None:
         license=licence if isinstance(licence, str) else None,
         description=str(aivm.get("description") or ""),
         sha256=str(aivm.get("sha256", "")),
+        speaker_uuids={
+            str(s.get("name")): str(s.get("uuid"))
+            for s in aivm.get("speakers") or ()
+            if isinstance(s, dict) and s.get("uuid")
+        },
     )

@@ -10,7 +10,7 @@ No torch here.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,6 +35,8 @@ class VoiceCredits:
     description: str = ""
     source_format: str = "AIVMX"
     sha256: str = ""  # of the file it came from
+    # Each speaker's uuid in the publisher's manifest (VOICEVOX style ids are made from it).
+    speaker_uuids: Mapping[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, str | None]:
         return {
@@ -59,6 +61,9 @@ class VoiceInfo:
     # Which engine runs its graphs and in what precision, for people (logs, /v1/voices).
     runtime: str = "fp32 on onnxruntime"  # what decodes it, for people to read
     credits: VoiceCredits | None = None  # the publisher's metadata, when the voice has some
+    # Each style's row in the style vectors (AIVMX: the manifest's local style id);
+    # empty: the rows are the styles' positions.
+    style_rows: Mapping[str, int] = field(default_factory=dict)
 
     def check_speaker(self, options: SynthesisOptions) -> None:
         """OptionError listing the voice's speakers when ``options.speaker_id`` is not one."""

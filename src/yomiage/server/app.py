@@ -110,8 +110,13 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
     app.add_middleware(MetricsMiddleware, metrics=metrics)
     app.add_middleware(ShieldMiddleware, state=state)
     _add_operations(app, state)
-    add_openai_routes(app, state)
+    if "openai" in config.apis:
+        add_openai_routes(app, state)
     add_native_routes(app, state)
+    if "voicevox" in config.apis:
+        from yomiage.server.voicevox_routes import add_voicevox_routes
+
+        add_voicevox_routes(app, state)
     add_dictionary_routes(app, state)
     if config.playground:
         add_playground_routes(app)

@@ -17,6 +17,9 @@ MODEL_IDS = ("yomiage", "tts-1", "tts-1-hd", "gpt-4o-mini-tts")
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
+APIS = ("openai", "voicevox")
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """What the server allows.
@@ -36,6 +39,8 @@ class ServerConfig:
     The default, loopback names only, keeps a page on another site from
     reaching a keyless server on 127.0.0.1 by pointing its own name there (DNS
     rebinding); behind a proxy that passes its public Host, add that name.
+    ``apis``: which client APIs to serve besides ``/tts``: ``openai``
+    (``/v1/...``) and ``voicevox`` (VOICEVOX's engine routes, docs/voicevox.md).
     The audio a request may make is bounded by the engine's
     :class:`~yomiage.limits.Limits` (``yomiage serve --max-audio-seconds``).
     """
@@ -52,6 +57,7 @@ class ServerConfig:
     warmup: bool = True
     playground: bool = True
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
+    apis: tuple[str, ...] = ("openai", "voicevox")
 
     def __post_init__(self) -> None:
         if self.max_input_chars < 1:
@@ -62,6 +68,9 @@ class ServerConfig:
             raise ValueError(f"dict_api must be off, read or write, not {self.dict_api!r}")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("an empty API key would let everyone in; leave it unset instead")
+        unknown = set(self.apis) - set(APIS)
+        if unknown:
+            raise ValueError(f"unknown API {sorted(unknown)[0]!r}; choose from {', '.join(APIS)}")
         if not self.allowed_hosts or not all(h.strip() for h in self.allowed_hosts):
             raise ValueError("allowed_hosts needs at least one non-empty name (or '*')")
 

@@ -12,8 +12,8 @@ worker threads, never on the event loop.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol
 
@@ -22,7 +22,9 @@ from yomiage.engine import TTS, WARMUP_TEXT
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import VoiceCredits
 from yomiage.server.encoding import OutputFormat, encode_whole
+from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry, UserWord
+from yomiage.voicevox.query import SentenceReading
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class VoiceCard:
     speaker_ids: Mapping[str, int]
     runtime: str = ""  # what runs it, e.g. "decoder bf16 on openvino"
     credits: VoiceCredits | None = None  # publisher, version, licence text (AIVMX voices)
+    style_ids: Mapping[str, int] = field(default_factory=dict)  # style -> its row (local id)
 
 
 class ChunkSource(Protocol):
@@ -74,6 +77,14 @@ class SpeechService(Protocol):
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         """A whole response in a container that libsndfile writes."""
+        ...
+
+    def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
+        """Each sentence's phonemes, predicted timings and accent phrases (no audio)."""
+        ...
+
+    def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
+        """The whole audio of a reading made by the caller (an editor's phonemes)."""
         ...
 
     def warm(self, voice: str) -> None: ...
@@ -134,7 +145,13 @@ class LocalService:
         self._voices = MappingProxyType(
             {
                 name: VoiceCard(
-                    name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime, s.credits
+                    name,
+                    s.sample_rate,
+                    s.styles,
+                    dict(s.speaker_ids),
+                    s.runtime,
+                    s.credits,
+                    dict(s.style_ids),
                 )
                 for name, s in tts.speakers.items()  # NotPreparedError before prepare()
             }
@@ -155,6 +172,16 @@ class LocalService:
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         return encode_whole(audio, fmt)
+
+    def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
+        frontend = self.tts.frontend
+        return [
+            SentenceReading(phonemes, timings, tuple(frontend.accent_phrases(phonemes)))
+            for phonemes, timings in self.tts.speakers[voice].predict(text, options)
+        ]
+
+    def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
+        return self.tts.speakers[voice].generate_reading(reading, options)
 
     def warm(self, voice: str) -> None:
         self.tts.speakers[voice].generate(WARMUP_TEXT, seed=0)

@@ -24,7 +24,7 @@ import multiprocessing
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any
@@ -35,7 +35,9 @@ from yomiage.options import SynthesisOptions
 from yomiage.server.encoding import OutputFormat
 from yomiage.server.service import VoiceCard
 from yomiage.server.worker_child import ServiceFactory, worker_main
+from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry, UserWord
+from yomiage.voicevox.query import SentenceReading
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +149,14 @@ class WorkerService:
 
     def warm(self, voice: str) -> None:
         self._call(self._current(), "warm", voice)
+
+    def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
+        readings: list[SentenceReading] = self._call(self._current(), "read", voice, text, options)
+        return readings
+
+    def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
+        audio: Audio = self._call(self._current(), "generate", voice, list(reading), options)
+        return audio
 
     def words(self) -> tuple[UserWord, ...]:
         words: tuple[UserWord, ...] = self._call(self._current(), "words")

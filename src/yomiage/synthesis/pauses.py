@@ -65,9 +65,21 @@ def trailing_silence(audio: npt.NDArray[np.float32], sample_rate: int) -> float:
     return (n - end) / sample_rate
 
 
-def gap_samples(predicted: float | None, trailing: float, sample_rate: int) -> int:
-    """Zeros to insert after a sentence that ends with ``trailing`` seconds of silence."""
-    target = max(MIN_PAUSE_SECONDS if predicted is None else predicted, MIN_PAUSE_SECONDS)
+def gap_samples(
+    predicted: float | None,
+    trailing: float,
+    sample_rate: int,
+    *,
+    chosen: float | None = None,
+    scale: float = 1.0,
+) -> int:
+    """Zeros to insert after a sentence that ends with ``trailing`` seconds of silence:
+    the ``predicted`` pause (at least the floor), or the ``chosen`` one, times ``scale``."""
+    if chosen is not None:
+        target = chosen * scale
+    else:
+        target = max(MIN_PAUSE_SECONDS if predicted is None else predicted, MIN_PAUSE_SECONDS)
+        target *= scale
     if trailing >= target:
         return 0
     return int(sample_rate * (target - trailing))

@@ -35,12 +35,13 @@ from yomiage.audio.timings import Timings, sentence_timings
 from yomiage.errors import ModelLoadError, TextError
 from yomiage.limits import Limits
 from yomiage.options import SynthesisOptions
-from yomiage.runtime.voice import EncodedSentence, SynthesisBackend, Voice
+from yomiage.runtime.voice import Durations, EncodedSentence, SynthesisBackend, Voice
 from yomiage.synthesis.gate import ComputeGate, GatedCalls
 from yomiage.synthesis.pauses import boundary_frames, gap_samples, trailing_silence
 from yomiage.synthesis.pitch import adjust_pitch, require_world
 from yomiage.synthesis.reading import Sentence, read_sentences, sentence_length
 from yomiage.text.frontend import Frontend
+from yomiage.text.g2p import Phonemes
 
 _PAUSE_STREAM = 2**32 - 1  # sub-seed of the whole-text pause prediction
 MAX_BERT_TOKENS = 512  # DeBERTa-v2's position range, [CLS] and [SEP] included
@@ -95,6 +96,7 @@ class Pipeline:
         *,
         cancel: threading.Event | None = None,
         early_audio: bool = True,
+        reading: Sequence[Phonemes] | None = None,
     ) -> Iterator[AudioChunk]:
         """Chunks of ``text`` read by ``voice``; validates everything before the first.
 
@@ -105,13 +107,20 @@ class Pipeline:
         comes soon; a caller that waits for the whole text anyway passes False
         and gets the largest windows from the start (faster overall; the audio
         agrees with the streamed one to within the decoder's precision).
+        ``reading``: the sentences' phonemes as the caller made them (an editor's
+        accents and moras), read instead of ``text``, which then only names them.
         """
         if options.changes_pitch:
             require_world()
         max_length = sentence_length(voice.info.whole_utterance, options.speed)
-        sentences = read_sentences(
-            self.frontend, text, quick_start=options.quick_start, max_length=max_length
-        )
+        if reading is not None:
+            if not reading:
+                raise TextError("the reading is empty")
+            sentences: Sequence[Sentence] = [Sentence(p.text, p) for p in reading]
+        else:
+            sentences = read_sentences(
+                self.frontend, text, quick_start=options.quick_start, max_length=max_length
+            )
         seed = draw_seed() if options.seed is None else options.seed
         options = replace(options, seed=seed)
         job = _Job(
@@ -122,6 +131,22 @@ class Pipeline:
         first = self._encode(job, 0, 1)[0]
         self._check_limits(job, first[0], 0, 0.0)
         return self._chunks(job, first)
+
+    def predict(
+        self, voice: Voice, text: str, options: SynthesisOptions
+    ) -> list[tuple[Sentence, Durations | None]]:
+        """Each sentence of ``text`` with the frames the duration predictor gives its
+        tokens, without making audio (None for a voice that cannot tell)."""
+        sentences = read_sentences(self.frontend, text, max_length=sentence_length(
+            voice.info.whole_utterance, options.speed))  # fmt: skip
+        seed = draw_seed() if options.seed is None else options.seed
+        calls = GatedCalls(self.gate, None)
+        features = calls(self.backend.bert_features, [s.phonemes for s in sentences])
+        out = []
+        for i, (sentence, feature) in enumerate(zip(sentences, features, strict=True)):
+            rng = self.backend.new_rng(sentence_seed(seed, i))
+            out.append((sentence, calls(voice.durations, sentence.phonemes, feature, options, rng)))
+        return out
 
     def _encode(self, job: _Job, start: int, stop: int) -> list[tuple[EncodedSentence, Any]]:
         """Sentences ``start:stop`` through BERT (one batch) and the encoder."""
@@ -165,7 +190,13 @@ class Pipeline:
             gap = 0
             if previous is not None and not job.sentences[index - 1].clause:
                 predicted = pauses[boundary] if boundary < len(pauses) else None
-                gap = gap_samples(predicted, trailing_silence(previous, sr), sr)
+                gap = gap_samples(
+                    predicted,
+                    trailing_silence(previous, sr),
+                    sr,
+                    chosen=job.options.pause_seconds,
+                    scale=job.options.pause_scale,
+                )
                 boundary += 1
             if index:  # the first was checked before the stream began
                 self._check_limits(job, encoded, index, (offset + gap) / sr)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yomiage.errors import TextError, UserDictionaryError
+from yomiage.text.accent_phrases import PhraseSpec, accent_phrases_from_labels
 from yomiage.text.english import EnglishReader
 from yomiage.text.g2p import Phonemes, g2p
 from yomiage.text.normalize import normalize
@@ -178,6 +179,12 @@ class Frontend:
         if not normalized.strip("!?…,.'-"):
             raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters")
         return g2p(normalized, self._analysers.openjtalk)
+
+    def accent_phrases(self, phonemes: Phonemes) -> list[PhraseSpec]:
+        """The accent phrases and moras of a sentence :meth:`g2p` read (the structure
+        VOICEVOX editors show), from the same OpenJTalk analysis of its text."""
+        _, labels = self._analysers.openjtalk.analyze(phonemes.text)
+        return accent_phrases_from_labels(labels)
 
     def close(self) -> None:
         """Kept for symmetry with the engine: a frontend holds no files or threads."""

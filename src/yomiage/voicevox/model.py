@@ -1,0 +1,198 @@
+"""VOICEVOX's AudioQuery, AccentPhrase and Mora: the JSON editors exchange with an engine.
+
+Field names and nullability follow VOICEVOX's API exactly (``null`` is sent,
+never left out; unknown keys such as AivisSpeech's ``tempoDynamicsScale`` are
+accepted and ignored), because clients parse them strictly. Parsing checks
+every field and raises :class:`QueryError` naming the one that is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from yomiage.errors import YomiageError
+
+
+class QueryError(YomiageError, ValueError):
+    """An AudioQuery (or accent phrase) a client sent that cannot be used; ``field``
+    is the JSON path of the value at fault."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True)
+class Mora:
+    text: str
+    consonant: str | None
+    consonant_length: float | None
+    vowel: str
+    vowel_length: float
+    pitch: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "consonant": self.consonant,
+                "consonant_length": self.consonant_length, "vowel": self.vowel,
+                "vowel_length": self.vowel_length, "pitch": self.pitch}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AccentPhrase:
+    moras: tuple[Mora, ...]
+    accent: int
+    pause_mora: Mora | None = None
+    is_interrogative: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {"moras": [m.to_json() for m in self.moras], "accent": self.accent,
+                "pause_mora": self.pause_mora.to_json() if self.pause_mora else None,
+                "is_interrogative": self.is_interrogative}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class AudioQuery:
+    """``kana`` holds the text the query was made from (AivisSpeech's meaning: an SBV2
+    voice needs the text for its BERT); VOICEVOX's own engine ignores it."""
+
+    accent_phrases: tuple[AccentPhrase, ...]
+    speedScale: float = 1.0  # VOICEVOX's JSON names, as clients send them
+    pitchScale: float = 0.0
+    intonationScale: float = 1.0
+    volumeScale: float = 1.0
+    prePhonemeLength: float = 0.1
+    postPhonemeLength: float = 0.1
+    pauseLength: float | None = None
+    pauseLengthScale: float = 1.0
+    outputSamplingRate: int = 44100
+    outputStereo: bool = False
+    kana: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)  # other keys, sent back as given
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "accent_phrases": [p.to_json() for p in self.accent_phrases],
+            "speedScale": self.speedScale, "pitchScale": self.pitchScale,
+            "intonationScale": self.intonationScale, "volumeScale": self.volumeScale,
+            "prePhonemeLength": self.prePhonemeLength,
+            "postPhonemeLength": self.postPhonemeLength, "pauseLength": self.pauseLength,
+            "pauseLengthScale": self.pauseLengthScale,
+            "outputSamplingRate": self.outputSamplingRate, "outputStereo": self.outputStereo,
+            "kana": self.kana, **self.extra,
+        }  # fmt: skip
+
+
+# -- parsing -------------------------------------------------------------------------------
+
+_SCALARS = {  # name: (lowest, highest) accepted
+    "speedScale": (0.25, 4.0),
+    "pitchScale": (-0.5, 0.5),
+    "intonationScale": (0.0, 2.0),
+    "volumeScale": (0.0, 4.0),
+    "prePhonemeLength": (0.0, 10.0),
+    "postPhonemeLength": (0.0, 10.0),
+    "pauseLengthScale": (0.0, 10.0),
+}
+SAMPLING_RATES = (8000, 48000)
+MAX_MORAS = 2000
+
+
+def _number(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
+    value = data.get(key)
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise QueryError(f"{where}{key}", "must be a finite number")
+    return float(value)
+
+
+def _text(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
+    value = data.get(key)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise QueryError(f"{where}{key}", "must be a string")
+    return value
+
+
+def parse_mora(data: Any, where: str) -> Mora:
+    if not isinstance(data, Mapping):
+        raise QueryError(where.rstrip("."), "must be an object")
+    return Mora(
+        text=_text(data, "text", where),
+        consonant=_text(data, "consonant", where, optional=True),
+        consonant_length=_number(data, "consonant_length", where, optional=True),
+        vowel=_text(data, "vowel", where),
+        vowel_length=_number(data, "vowel_length", where),
+        pitch=_number(data, "pitch", where),
+    )
+
+
+def parse_accent_phrase(data: Any, where: str) -> AccentPhrase:
+    if not isinstance(data, Mapping):
+        raise QueryError(where.rstrip("."), "must be an object")
+    moras = data.get("moras")
+    if not isinstance(moras, list) or not moras:
+        raise QueryError(f"{where}moras", "must be a non-empty list")
+    accent = data.get("accent")
+    if isinstance(accent, bool) or not isinstance(accent, int) or not 1 <= accent <= len(moras):
+        raise QueryError(f"{where}accent", f"must be an integer from 1 to {len(moras)}")
+    pause = data.get("pause_mora")
+    interrogative = data.get("is_interrogative", False)
+    if not isinstance(interrogative, bool):
+        raise QueryError(f"{where}is_interrogative", "must be true or false")
+    return AccentPhrase(
+        tuple(parse_mora(m, f"{where}moras[{i}].") for i, m in enumerate(moras)),
+        accent,
+        parse_mora(pause, f"{where}pause_mora.") if pause is not None else None,
+        interrogative,
+    )
+
+
+def parse_accent_phrases(data: Any, where: str = "") -> tuple[AccentPhrase, ...]:
+    if not isinstance(data, list):
+        raise QueryError(where or "body", "must be a list of accent phrases")
+    phrases = tuple(parse_accent_phrase(p, f"{where}[{i}].") for i, p in enumerate(data))
+    if sum(len(p.moras) for p in phrases) > MAX_MORAS:
+        raise QueryError(where or "body", f"more than {MAX_MORAS} moras")
+    return phrases
+
+
+def parse_audio_query(data: Any) -> AudioQuery:
+    """An AudioQuery from a client's JSON; fields missing take VOICEVOX's defaults."""
+    if not isinstance(data, Mapping):
+        raise QueryError("body", "must be an AudioQuery object")
+    if "accent_phrases" not in data:
+        raise QueryError("accent_phrases", "is required")
+    phrases = parse_accent_phrases(data["accent_phrases"], "accent_phrases")
+    values: dict[str, Any] = {}
+    for name, (low, high) in _SCALARS.items():
+        if name in data and data[name] is not None:
+            value = _number(data, name, "")
+            if not low <= value <= high:
+                raise QueryError(name, f"must be between {low} and {high}")
+            values[name] = value
+    if data.get("pauseLength") is not None:
+        pause = _number(data, "pauseLength", "")
+        if not 0.0 <= pause <= 10.0:
+            raise QueryError("pauseLength", "must be between 0 and 10 seconds (or null)")
+        values["pauseLength"] = pause
+    rate = data.get("outputSamplingRate", 44100)
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or rate != int(rate):
+        raise QueryError("outputSamplingRate", "must be an integer")
+    if not SAMPLING_RATES[0] <= rate <= SAMPLING_RATES[1]:
+        raise QueryError("outputSamplingRate", f"must be {SAMPLING_RATES[0]}-{SAMPLING_RATES[1]}")
+    stereo = data.get("outputStereo", False)
+    if not isinstance(stereo, bool):
+        raise QueryError("outputStereo", "must be true or false")
+    kana = data.get("kana")
+    if kana is not None and not isinstance(kana, str):
+        raise QueryError("kana", "must be a string or null")
+    known = {"accent_phrases", "pauseLength", "outputSamplingRate", "outputStereo", "kana",
+             *_SCALARS}  # fmt: skip
+    extra = {k: v for k, v in data.items() if k not in known}
+    return AudioQuery(phrases, outputSamplingRate=int(rate), outputStereo=stereo, kana=kana,
+                      extra=extra, **values)  # fmt: skip
