@@ -222,3 +222,30 @@ def test_the_supervised_worker_serves_them_too(test_voice: Path) -> None:
             assert rate == 44100 and len(samples) > 0
     finally:
         service.close()
+
+
+def test_presets_make_queries_and_persist(tmp_path: Path) -> None:
+    store = tmp_path / "presets.json"
+    with TTS(threads=1).load("tiny", source=TEST_VOICES / "tiny").prepare() as tts:
+        config = ServerConfig(warmup=False, presets_path=store)
+        with serve(tts, config) as running:
+            speaker = _styles(running)[("tiny (spk_a)", "Happy")]
+            preset = {"id": 1, "name": "fast and quiet", "speaker_uuid": "x", "style_id": speaker,
+                      "speedScale": 1.5, "volumeScale": 0.5, "pauseLength": None}  # fmt: skip
+            with running.client() as http:
+                assert http.post("/add_preset", json=preset).json() == 1
+                assert http.post("/add_preset", json=preset).json() == 2  # id taken: renumbered
+                assert http.post("/update_preset", json={**preset, "name": "renamed"}).json() == 1
+                assert http.post("/delete_preset", params={"id": 2}).status_code == 204
+                missing = http.post("/delete_preset", params={"id": 9})
+                assert missing.status_code == 422 and "no preset" in missing.json()["detail"]
+                bad = http.post("/add_preset", json={**preset, "speedScale": 9})
+                assert bad.status_code == 422 and "speedScale" in bad.json()["detail"]
+                [kept] = http.get("/presets").json()
+                assert kept["name"] == "renamed" and kept["pauseLengthScale"] == 1.0
+
+            query = _call(running, lambda c: c.create_audio_query_from_preset("はい。", 1))
+            assert (query.speed_scale, query.volume_scale) == (1.5, 0.5)
+            assert query.accent_phrases
+        with serve(tts, config) as running, running.client() as http:  # a restart keeps them
+            assert [p["id"] for p in http.get("/presets").json()] == [1]

@@ -16,6 +16,7 @@ import os
 import socket
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from yomiage.cli.engine_options import add_engine_arguments
@@ -119,6 +120,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="LIST",
         help="client APIs besides /tts: openai (/v1/...), voicevox (VOICEVOX's engine routes; "
         "docs/voicevox.md); default both",
+    )
+    net.add_argument(
+        "--presets",
+        metavar="FILE",
+        help="keep the VOICEVOX presets in FILE (JSON, written on each change; default: memory)",
     )
     net.add_argument(
         "--in-process",
@@ -234,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
         warmup=False,  # done by engine_service before the port opens
         playground=not args.no_playground,
         apis=tuple(a.strip() for a in args.api.split(",") if a.strip()),
+        presets_path=Path(args.presets) if args.presets else None,
     )
     if not _is_loopback(args.host) and config.api_key is None:
         log.warning(

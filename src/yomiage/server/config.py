@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Literal
 
@@ -40,7 +41,8 @@ class ServerConfig:
     reaching a keyless server on 127.0.0.1 by pointing its own name there (DNS
     rebinding); behind a proxy that passes its public Host, add that name.
     ``apis``: which client APIs to serve besides ``/tts``: ``openai``
-    (``/v1/...``) and ``voicevox`` (VOICEVOX's engine routes, docs/voicevox.md).
+    (``/v1/...``) and ``voicevox`` (VOICEVOX's engine routes, docs/voicevox.md);
+    ``presets_path``: where the VOICEVOX presets are kept (default: memory only).
     The audio a request may make is bounded by the engine's
     :class:`~yomiage.limits.Limits` (``yomiage serve --max-audio-seconds``).
     """
@@ -58,6 +60,7 @@ class ServerConfig:
     playground: bool = True
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     apis: tuple[str, ...] = ("openai", "voicevox")
+    presets_path: Path | None = None  # VOICEVOX presets file (None: kept in memory)
 
     def __post_init__(self) -> None:
         if self.max_input_chars < 1:

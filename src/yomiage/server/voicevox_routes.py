@@ -41,6 +41,7 @@ from yomiage.voicevox.model import (
     parse_accent_phrases,
     parse_audio_query,
 )
+from yomiage.voicevox.presets import PresetStore, parse_preset
 from yomiage.voicevox.query import audio_query, reading_of, sentences, structure
 
 log = logging.getLogger(__name__)
@@ -104,6 +105,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         for card in state.voices.values()
     )  # fmt: skip
     styles = {style.id: style for speaker in speakers for style in speaker.styles}
+    presets = PresetStore(state.config.presets_path)
     by_uuid = {speaker.speaker_uuid: speaker for speaker in speakers}
 
     def style_of(request: Request) -> VoxStyle:
@@ -207,6 +209,42 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         style = style_of(request)
         query = await read(request, style, request.query_params.get("text", ""))
         return _json(query.to_json())
+
+    @route("POST", "/audio_query_from_preset")
+    async def query_from_preset(request: Request) -> Response:
+        preset_id = _int(request, "preset_id")
+        preset = presets.get(preset_id) if preset_id is not None else None
+        if preset is None:
+            raise VoxError(422, f"no preset with id {preset_id}")
+        style = styles.get(preset.style_id)
+        if style is None:
+            raise VoxError(422, f"preset {preset_id} names style {preset.style_id}, not loaded")
+        query = await read(request, style, request.query_params.get("text", ""))
+        scales = {k: v for k, v in preset.to_json().items()
+                  if k not in ("id", "name", "speaker_uuid", "style_id")}  # fmt: skip
+        return _json({**query.to_json(), **scales})
+
+    @route("GET", "/presets")
+    async def list_presets(request: Request) -> Response:
+        return _json([p.to_json() for p in presets.all()])
+
+    @route("POST", "/add_preset")
+    async def add_preset(request: Request) -> Response:
+        return _json(presets.add(parse_preset(await _body(request))))
+
+    @route("POST", "/update_preset")
+    async def update_preset(request: Request) -> Response:
+        preset = parse_preset(await _body(request))
+        if not presets.update(preset):
+            raise VoxError(422, f"no preset with id {preset.id} to update")
+        return _json(preset.id)
+
+    @route("POST", "/delete_preset")
+    async def delete_preset(request: Request) -> Response:
+        preset_id = _int(request, "id")
+        if preset_id is None or not presets.delete(preset_id):
+            raise VoxError(422, f"no preset with id {preset_id} to delete")
+        return _no_content()
 
     @route("POST", "/accent_phrases")
     async def make_accent_phrases(request: Request) -> Response:

@@ -1,0 +1,3 @@
+"""VOICEVOX's engine API for yomiage's voices: the AudioQuery model (:mod:`.model`),
+style ids (:mod:`.ids`), queries from readings and back (:mod:`.query`) and presets
+(:mod:`.presets`); the HTTP routes are in :mod:`yomiage.server.voicevox_routes`."""

@@ -1,0 +1,144 @@
+"""VOICEVOX presets: named sets of a style and its AudioQuery scales, kept by the server.
+
+Editors save a character's usual settings as a preset and make queries from it
+(``/audio_query_from_preset``). The store lives in memory, or in a JSON file
+when the server is given one (written atomically on every change, so a crash
+never leaves half a file); it holds at most :data:`MAX_PRESETS`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import threading
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from yomiage.atomic import write_atomic
+from yomiage.voicevox.model import QueryError
+
+log = logging.getLogger(__name__)
+MAX_PRESETS = 1000
+_SCALES = {  # name: (lowest, highest), as an AudioQuery accepts them
+    "speedScale": (0.25, 4.0),
+    "pitchScale": (-0.5, 0.5),
+    "intonationScale": (0.0, 2.0),
+    "volumeScale": (0.0, 4.0),
+    "prePhonemeLength": (0.0, 10.0),
+    "postPhonemeLength": (0.0, 10.0),
+    "pauseLengthScale": (0.0, 10.0),
+}
+
+
+@dataclass(frozen=True)
+class Preset:
+    id: int
+    name: str
+    speaker_uuid: str
+    style_id: int
+    speedScale: float = 1.0  # VOICEVOX's JSON names, as clients send them
+    pitchScale: float = 0.0
+    intonationScale: float = 1.0
+    volumeScale: float = 1.0
+    prePhonemeLength: float = 0.1
+    postPhonemeLength: float = 0.1
+    pauseLength: float | None = None
+    pauseLengthScale: float = 1.0
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_preset(data: Any) -> Preset:
+    """A preset from a client's JSON; QueryError names the field at fault."""
+    if not isinstance(data, Mapping):
+        raise QueryError("body", "must be a preset object")
+    values: dict[str, Any] = {}
+    for key, kind in (("id", int), ("style_id", int), ("name", str), ("speaker_uuid", str)):
+        value = data.get(key)
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise QueryError(key, f"must be {'an integer' if kind is int else 'a string'}")
+        values[key] = value
+    if not 0 < len(values["name"]) <= 200:
+        raise QueryError("name", "must be 1-200 characters")
+    for key, (low, high) in _SCALES.items():
+        if data.get(key) is None:
+            continue
+        value = data[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise QueryError(key, "must be a finite number")
+        if not low <= value <= high:
+            raise QueryError(key, f"must be between {low} and {high}")
+        values[key] = float(value)
+    pause = data.get("pauseLength")
+    if pause is not None:
+        if isinstance(pause, bool) or not isinstance(pause, int | float) or not 0 <= pause <= 10:
+            raise QueryError("pauseLength", "must be 0-10 seconds or null")
+        values["pauseLength"] = float(pause)
+    return Preset(**values)
+
+
+class PresetStore:
+    """The server's presets by id. Thread-safe; ``path``: the JSON file that keeps them."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._presets: dict[int, Preset] = {}
+        if path is not None and path.exists():
+            try:
+                raw = json.loads(path.read_text("utf-8"))
+                for item in raw if isinstance(raw, list) else []:
+                    preset = parse_preset(item)
+                    self._presets[preset.id] = preset
+            except (OSError, ValueError) as exc:  # kept aside, never overwritten blindly
+                log.warning("presets file %s is unreadable (%s); starting empty", path, exc)
+                self.path = None
+
+    def all(self) -> list[Preset]:
+        with self._lock:
+            return sorted(self._presets.values(), key=lambda p: p.id)
+
+    def get(self, preset_id: int) -> Preset | None:
+        with self._lock:
+            return self._presets.get(preset_id)
+
+    def add(self, preset: Preset) -> int:
+        """Adds ``preset``; an id already taken gets the next free one (VOICEVOX does)."""
+        with self._lock:
+            if len(self._presets) >= MAX_PRESETS:
+                raise QueryError("body", f"this server keeps at most {MAX_PRESETS} presets")
+            if preset.id in self._presets:
+                preset = replace(preset, id=max(self._presets) + 1)
+            self._presets[preset.id] = preset
+            self._save()
+            return preset.id
+
+    def update(self, preset: Preset) -> bool:
+        with self._lock:
+            if preset.id not in self._presets:
+                return False
+            self._presets[preset.id] = preset
+            self._save()
+            return True
+
+    def delete(self, preset_id: int) -> bool:
+        with self._lock:
+            if self._presets.pop(preset_id, None) is None:
+                return False
+            self._save()
+            return True
+
+    def _save(self) -> None:
+        if self.path is None:
+            return
+        items = [p.to_json() for p in sorted(self._presets.values(), key=lambda p: p.id)]
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(items, ensure_ascii=False, indent=1), sync=True)
