@@ -171,12 +171,14 @@ def read_numbers(text: str) -> str:
     text = _PHONE_RE.sub(
         lambda m: ",".join(digits_to_kana(g, long_vowels=True) for g in m.groups()), text
     )
+    # Before times, dates and units are spelled out, while both ends are still digits
+    # (10:00〜18:00 read 十時ー十八時 when the range came after the times).
+    text = _WAVE_RANGE_RE.sub(r"\1から", text)
     text = _DATE_RE.sub(_date, text)
     text = _YEAR_MONTH_RE.sub(_year_month, text)
     text = _TIME_RE.sub(_time, text)
     text = _CURRENCY_RE.sub(lambda m: m.group(2) + _CURRENCY_WORDS[m.group(1)], text)
     text = _UNIT_RE.sub(_unit, text)
-    text = _WAVE_RANGE_RE.sub(r"\1から", text)
     text = _DASH_RANGE_RE.sub(r"\1から", text)
     text = _FRACTION_RE.sub(_fraction, text)
     text = _ARITHMETIC_RE.sub(lambda m: _ARITHMETIC[m.group(1)], text)
