@@ -12,9 +12,7 @@ interrupted conversion leaves nothing that looks complete.
 
 from __future__ import annotations
 
-import json
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,8 +22,7 @@ import numpy.typing as npt
 
 from yomiage.aivmx.reader import AivmxError, AivmxFile
 from yomiage.aivmx.split import split_graphs
-from yomiage.runtime.bundle import FORMAT, FORMAT_VERSION, sha256_file
-from yomiage.runtime.chunking import receptive_field_frames
+from yomiage.runtime.bundle import sha256_file
 
 PROBE_TOKENS = 41
 TOLERANCE = 1e-4
@@ -57,17 +54,13 @@ def write_bundle(
 ) -> Path:
     """The bundle of ``voice`` at ``out_dir`` (replaced if it is an earlier bundle)."""
     from yomiage.export.optimize import optimize_graph
+    from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
 
-    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / "voice.json").exists():
-        raise AivmxError(
-            f"{out_dir} exists and is not a yomiage bundle (no voice.json); choose another folder"
-        )
+    check_replaceable(out_dir, "voice.json", AivmxError)
     sha256 = sha256 or sha256_file(voice.path)
     progress(f"cutting {voice.path.name} into encoder, flow and decoder")
     parts = split_graphs(voice.model)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with staged(out_dir) as work:
         raw = work / "raw"
         raw.mkdir()
         for name, model in parts.items():
@@ -84,34 +77,16 @@ def write_bundle(
                 f"{voice.path}: the cut graphs differ from the AIVMX graph by {parity:.3g} "
                 f"(more than {TOLERANCE}); no bundle written"
             )
-        config = voice.config
-        files = {p.name: sha256_file(p) for p in sorted(work.iterdir())}
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "name": voice.name,
-            "sbv2_version": config.version,
-            "sampling_rate": config.sampling_rate,
-            "hop_length": config.hop_length,
-            "add_blank": config.add_blank,
-            "bert_dim": _bert_dim(voice),
-            "inter_channels": config.model.inter_channels,
-            "n_speakers": max(config.n_speakers, 1 + max(voice.spk2id.values())),
-            "spk2id": voice.spk2id,
-            "style2id": voice.style2id,
-            "receptive_field_frames": receptive_field_frames(config.model),
-            "parity": {"audio": parity},
-            "aivm": aivm_identity(voice, sha256),
-            "files": files,
-        }
-        (work / "voice.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
-        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+        write_voice_manifest(
+            work,
+            name=voice.name,
+            config=voice.config,
+            bert_dim=_bert_dim(voice),
+            n_speakers=max(voice.config.n_speakers, 1 + max(voice.spk2id.values())),
+            spk2id=voice.spk2id,
+            style2id=voice.style2id,
+            extra={"parity": {"audio": parity}, "aivm": aivm_identity(voice, sha256)},
+        )
     return out_dir
 
 

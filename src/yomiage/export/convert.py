@@ -13,7 +13,6 @@ import contextlib
 import json
 import logging
 import shutil
-import tempfile
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -27,8 +26,9 @@ import torch
 from yomiage.errors import YomiageError
 from yomiage.export.graphs import export_graphs
 from yomiage.export.optimize import optimize_graph
+from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
 from yomiage.model import TorchVoice, load_voice
-from yomiage.runtime.bundle import BERT_FORMAT, FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
+from yomiage.runtime.bundle import BERT_FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
 
 if TYPE_CHECKING:
@@ -118,30 +118,6 @@ def _probe(voice: TorchVoice, folder: Path) -> Parity:
     )
 
 
-def _check_replaceable(out_dir: Path, marker: str) -> None:
-    """Only an empty folder or an earlier bundle may be replaced, never arbitrary data."""
-    if out_dir.exists() and any(out_dir.iterdir()) and not (out_dir / marker).exists():
-        raise ConversionError(
-            f"{out_dir} exists and is not a yomiage bundle (no {marker}); choose another folder"
-        )
-
-
-@contextlib.contextmanager
-def _staged(out_dir: Path) -> Iterator[Path]:
-    """A temporary folder beside ``out_dir`` that replaces it only if the block succeeds."""
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
-        yield work
-        work.chmod(0o755)  # mkdtemp makes it private; bundles are shared read-only
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        work.rename(out_dir)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
-
-
 def convert_voice(
     sbv2_dir: Path,
     out_dir: Path,
@@ -156,10 +132,10 @@ def convert_voice(
     calibrated on sentences whose BERT features come from ``bert_features``
     (zeros without it); its error against float32 goes into ``voice.json``.
     """
-    _check_replaceable(out_dir, "voice.json")
+    check_replaceable(out_dir, "voice.json", ConversionError)
     progress(f"loading the voice {sbv2_dir}")
     voice = load_voice(sbv2_dir)
-    with _staged(out_dir) as work, quiet_exporters():
+    with staged(out_dir) as work, quiet_exporters():
         raw = work / "raw"
         progress("exporting the encoder, flow and decoder to ONNX")
         for name, path in export_graphs(voice.model, raw).items():
@@ -183,26 +159,19 @@ def convert_voice(
         )
         shutil.rmtree(raw)
         config = voice.config
-        files = {p.name: sha256_file(p) for p in sorted(work.iterdir())}
-        manifest = {
-            "format": FORMAT,
-            "format_version": FORMAT_VERSION,
-            "name": config.name,
-            "sbv2_version": config.version,
-            "sampling_rate": config.sampling_rate,
-            "hop_length": config.hop_length,
-            "add_blank": config.add_blank,
-            "bert_dim": voice.bert_dim,
-            "inter_channels": config.model.inter_channels,
-            "n_speakers": config.n_speakers,
-            "spk2id": dict(config.spk2id),
-            "style2id": dict(config.style2id),
-            "receptive_field_frames": receptive_field_frames(config.model),
-            "parity": parity.__dict__,
-            **({"decoder_int8": int8.__dict__} if int8 is not None else {}),
-            "files": files,
-        }
-        (work / "voice.json").write_text(json.dumps(manifest, ensure_ascii=False, indent=1))
+        write_voice_manifest(
+            work,
+            name=config.name,
+            config=config,
+            bert_dim=voice.bert_dim,
+            n_speakers=config.n_speakers,
+            spk2id=config.spk2id,
+            style2id=config.style2id,
+            extra={
+                "parity": parity.__dict__,
+                **({"decoder_int8": int8.__dict__} if int8 is not None else {}),
+            },
+        )
     return out_dir, parity
 
 
@@ -260,10 +229,10 @@ def convert_bert(
     wanted = [q.strip() for q in wanted if q.strip() not in ("", "none")]
     if not set(wanted) <= {"q8", "q4"}:
         raise ConversionError(f"quantize must be q8, q4, both or none, not {quantize!r}")
-    _check_replaceable(out_dir, "bert.json")
+    check_replaceable(out_dir, "bert.json", ConversionError)
     progress(f"loading the BERT {bert_dir}")
     bert = TorchBert(bert_dir, tokenizer_dir)
-    with _staged(out_dir) as work, quiet_exporters():
+    with staged(out_dir) as work, quiet_exporters():
         raw = work / "raw"
         progress("exporting the BERT to ONNX (the longest step)")
         plain = {"fp32": export_bert(bert, raw / "bert.onnx")}

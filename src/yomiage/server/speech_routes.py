@@ -190,7 +190,7 @@ async def _speak(
     if not state.accepting:  # a worker restarting is waited for, like a queue
         state.metrics.rejected.inc("not_ready")
         raise state.not_ready()
-    slot = await _admit(state, request)
+    slot = await admit(state, request)
     heard_as_made = fmt.stream or sse  # else the client waits for the whole body
     source = state.service.open(card.name, text, options, early_audio=heard_as_made)
     pump = ChunkPump(state.executor, source)
@@ -227,7 +227,7 @@ async def _first_chunk(state: ServerState, request: Request, pump: ChunkPump) ->
     return first
 
 
-async def _admit(state: ServerState, request: Request) -> Slot:
+async def admit(state: ServerState, request: Request) -> Slot:
     """A slot, waiting in the queue if need be; gives up if the client leaves meanwhile."""
     gate = state.gate
     try:

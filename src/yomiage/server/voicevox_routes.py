@@ -11,27 +11,21 @@ field means for an SBV2 voice is in ``docs/voicevox.md``.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import io
 import json
 import logging
-import wave
 import zipfile
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import numpy as np
-import numpy.typing as npt
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from yomiage import __version__
-from yomiage.audio.resample import resample
 from yomiage.errors import MissingExtraError
-from yomiage.options import SynthesisOptions
 from yomiage.server.errors import APIError
 from yomiage.server.failures import failure_response
-from yomiage.server.speech_routes import _admit
+from yomiage.server.speech_routes import admit
 from yomiage.server.state import ServerState
 from yomiage.text.g2p import Phonemes
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle, vox_speakers
@@ -43,6 +37,7 @@ from yomiage.voicevox.model import (
 )
 from yomiage.voicevox.presets import PresetStore, parse_preset
 from yomiage.voicevox.query import audio_query, reading_of, sentences, structure
+from yomiage.voicevox.synthesis import synthesis_options, wav_bytes
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -117,7 +112,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     async def run(request: Request, work: Callable[[], T]) -> T:
         """``work`` in the executor, holding an admission slot (as speech requests do)."""
-        slot = await _admit(state, request)
+        slot = await admit(state, request)
         try:
             return await asyncio.get_running_loop().run_in_executor(state.executor, work)
         finally:
@@ -199,7 +194,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             raise VoxError(422, "text is empty")
         if len(text) > limit:
             raise VoxError(413, f"text has {len(text)} characters; this server reads {limit}")
-        options = _options(style, AudioQuery(()))
+        options = synthesis_options(style, AudioQuery(()))
         rate = state.voices[style.voice].sample_rate
         readings = await run(request, lambda: state.service.read(style.voice, text, options))
         return audio_query(readings, text, rate)
@@ -282,7 +277,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         route("POST", path)(requery)
 
     async def synthesize(request: Request, style: VoxStyle, query: AudioQuery) -> bytes:
-        options = _options(style, query)
+        options = synthesis_options(style, query)
         card = state.voices[style.voice]
         unchanged: list[Phonemes] | None = None
         if query.kana and query.kana.strip():
@@ -294,7 +289,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
                 unchanged = [r.phonemes for r in readings]
         reading = unchanged or [reading_of(s) for s in sentences(query.accent_phrases)]
         audio = await run(request, lambda: state.service.generate(style.voice, reading, options))
-        return _wav(audio.samples, card.sample_rate, query)
+        return wav_bytes(audio.samples, card.sample_rate, query)
 
     @route("POST", "/synthesis")
     async def synthesis(request: Request) -> Response:
@@ -331,48 +326,6 @@ async def _body(request: Request) -> Any:
         return json.loads(await request.body())
     except ValueError as exc:
         raise VoxError(422, f"the body is not JSON: {exc}") from None
-
-
-def _options(style: VoxStyle, query: AudioQuery) -> SynthesisOptions:
-    """The SBV2 options of a query (docs/voicevox.md says why each maps as it does)."""
-    seed_text = json.dumps([style.id, structure(query.accent_phrases)], ensure_ascii=False)
-    seed = int.from_bytes(hashlib.sha256(seed_text.encode()).digest()[:8], "little")
-    return SynthesisOptions(
-        style=style.style,
-        speaker_id=style.speaker_id,
-        speed=min(4.0, max(0.25, 1.0 / query.speedScale)),
-        pitch_scale=1.0 + query.pitchScale,
-        intonation_scale=query.intonationScale,
-        pause_seconds=query.pauseLength,
-        pause_scale=query.pauseLengthScale,
-        seed=seed,  # the same query gives the same audio, as VOICEVOX's does
-    )
-
-
-def _wav(samples: npt.NDArray[np.float32], rate: int, query: AudioQuery) -> bytes:
-    """16-bit WAV: normalized to the peak like every yomiage result, then the query's
-    volume, its silence before and after (shortened by speedScale, as VOICEVOX does),
-    its sampling rate and channels."""
-    peak = float(np.abs(samples).max()) if len(samples) else 0.0
-    audio = samples / peak if peak > 0 else samples
-    audio = audio * np.float32(query.volumeScale)
-    before = np.zeros(int(rate * query.prePhonemeLength / query.speedScale), np.float32)
-    after = np.zeros(int(rate * query.postPhonemeLength / query.speedScale), np.float32)
-    audio = np.concatenate([before, audio.astype(np.float32), after])
-    out_rate = query.outputSamplingRate
-    if out_rate != rate:
-        audio = resample(audio, rate, out_rate)
-    pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
-    channels = 2 if query.outputStereo else 1
-    if channels == 2:
-        pcm = np.repeat(pcm, 2)
-    out = io.BytesIO()
-    with wave.open(out, "wb") as w:
-        w.setnchannels(channels)
-        w.setsampwidth(2)
-        w.setframerate(out_rate)
-        w.writeframes(pcm.tobytes())
-    return out.getvalue()
 
 
 def _speaker_json(speaker: VoxSpeaker) -> dict[str, Any]:

@@ -87,7 +87,7 @@ class AudioQuery:
 
 # -- parsing -------------------------------------------------------------------------------
 
-_SCALARS = {  # name: (lowest, highest) accepted
+SCALE_RANGES = {  # name: (lowest, highest) accepted, in queries and presets alike
     "speedScale": (0.25, 4.0),
     "pitchScale": (-0.5, 0.5),
     "intonationScale": (0.0, 2.0),
@@ -100,7 +100,7 @@ SAMPLING_RATES = (8000, 48000)
 MAX_MORAS = 2000
 
 
-def _number(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
+def number_field(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = data.get(key)
     if value is None and optional:
         return None
@@ -124,10 +124,10 @@ def parse_mora(data: Any, where: str) -> Mora:
     return Mora(
         text=_text(data, "text", where),
         consonant=_text(data, "consonant", where, optional=True),
-        consonant_length=_number(data, "consonant_length", where, optional=True),
+        consonant_length=number_field(data, "consonant_length", where, optional=True),
         vowel=_text(data, "vowel", where),
-        vowel_length=_number(data, "vowel_length", where),
-        pitch=_number(data, "pitch", where),
+        vowel_length=number_field(data, "vowel_length", where),
+        pitch=number_field(data, "pitch", where),
     )
 
 
@@ -161,6 +161,24 @@ def parse_accent_phrases(data: Any, where: str = "") -> tuple[AccentPhrase, ...]
     return phrases
 
 
+def scale_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The scales of :data:`SCALE_RANGES` and ``pauseLength`` that ``data`` gives, checked
+    (an AudioQuery's and a preset's are the same fields)."""
+    values: dict[str, Any] = {}
+    for name, (low, high) in SCALE_RANGES.items():
+        if data.get(name) is not None:
+            value = number_field(data, name, "")
+            if not low <= value <= high:
+                raise QueryError(name, f"must be between {low} and {high}")
+            values[name] = value
+    if data.get("pauseLength") is not None:
+        pause = number_field(data, "pauseLength", "")
+        if not 0.0 <= pause <= 10.0:
+            raise QueryError("pauseLength", "must be between 0 and 10 seconds (or null)")
+        values["pauseLength"] = pause
+    return values
+
+
 def parse_audio_query(data: Any) -> AudioQuery:
     """An AudioQuery from a client's JSON; fields missing take VOICEVOX's defaults."""
     if not isinstance(data, Mapping):
@@ -168,18 +186,7 @@ def parse_audio_query(data: Any) -> AudioQuery:
     if "accent_phrases" not in data:
         raise QueryError("accent_phrases", "is required")
     phrases = parse_accent_phrases(data["accent_phrases"], "accent_phrases")
-    values: dict[str, Any] = {}
-    for name, (low, high) in _SCALARS.items():
-        if name in data and data[name] is not None:
-            value = _number(data, name, "")
-            if not low <= value <= high:
-                raise QueryError(name, f"must be between {low} and {high}")
-            values[name] = value
-    if data.get("pauseLength") is not None:
-        pause = _number(data, "pauseLength", "")
-        if not 0.0 <= pause <= 10.0:
-            raise QueryError("pauseLength", "must be between 0 and 10 seconds (or null)")
-        values["pauseLength"] = pause
+    values = scale_fields(data)
     rate = data.get("outputSamplingRate", 44100)
     if isinstance(rate, bool) or not isinstance(rate, int | float) or rate != int(rate):
         raise QueryError("outputSamplingRate", "must be an integer")
@@ -192,7 +199,7 @@ def parse_audio_query(data: Any) -> AudioQuery:
     if kana is not None and not isinstance(kana, str):
         raise QueryError("kana", "must be a string or null")
     known = {"accent_phrases", "pauseLength", "outputSamplingRate", "outputStereo", "kana",
-             *_SCALARS}  # fmt: skip
+             *SCALE_RANGES}  # fmt: skip
     extra = {k: v for k, v in data.items() if k not in known}
     return AudioQuery(phrases, outputSamplingRate=int(rate), outputStereo=stereo, kana=kana,
                       extra=extra, **values)  # fmt: skip

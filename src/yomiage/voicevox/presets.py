@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -18,19 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.atomic import write_atomic
-from yomiage.voicevox.model import QueryError
+from yomiage.voicevox.model import QueryError, scale_fields
 
 log = logging.getLogger(__name__)
 MAX_PRESETS = 1000
-_SCALES = {  # name: (lowest, highest), as an AudioQuery accepts them
-    "speedScale": (0.25, 4.0),
-    "pitchScale": (-0.5, 0.5),
-    "intonationScale": (0.0, 2.0),
-    "volumeScale": (0.0, 4.0),
-    "prePhonemeLength": (0.0, 10.0),
-    "postPhonemeLength": (0.0, 10.0),
-    "pauseLengthScale": (0.0, 10.0),
-}
 
 
 @dataclass(frozen=True)
@@ -64,24 +54,7 @@ def parse_preset(data: Any) -> Preset:
         values[key] = value
     if not 0 < len(values["name"]) <= 200:
         raise QueryError("name", "must be 1-200 characters")
-    for key, (low, high) in _SCALES.items():
-        if data.get(key) is None:
-            continue
-        value = data[key]
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise QueryError(key, "must be a finite number")
-        if not low <= value <= high:
-            raise QueryError(key, f"must be between {low} and {high}")
-        values[key] = float(value)
-    pause = data.get("pauseLength")
-    if pause is not None:
-        if isinstance(pause, bool) or not isinstance(pause, int | float) or not 0 <= pause <= 10:
-            raise QueryError("pauseLength", "must be 0-10 seconds or null")
-        values["pauseLength"] = float(pause)
+    values.update(scale_fields(data))
     return Preset(**values)
 
 
