@@ -222,7 +222,7 @@ def test_server_answers_every_hostile_input_and_never_crashes(test_voice: Path) 
                 if response.status_code != 200:
                     error = response.json()["error"]
                     assert error["code"] in ("invalid_value", "invalid_input", "audio_too_long")
-            word = http.post("/user_dict", json={"surface": "中読語", "reading": "ア" * 1000})
+            word = http.post("/v1/dictionary", json={"surface": "中読語", "reading": "ア" * 1000})
             assert word.status_code == 400
             metrics = http.get("/metrics").text
         assert re.search(r"^yomiage_worker_crashes_total 0$", metrics, re.M), "the worker died"

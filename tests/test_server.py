@@ -13,6 +13,7 @@ import wave
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
@@ -240,7 +241,7 @@ def test_wrong_api_key(server: RunningServer) -> None:
     error = _error(caught.value.response)
     assert (error["type"], error["code"]) == ("authentication_error", "invalid_api_key")
     with server.client() as http:
-        for path in ("/v1/models", "/metrics", "/user_dict"):
+        for path in ("/v1/models", "/metrics", "/v1/dictionary"):
             assert http.get(path).status_code == 401
         # The page and the probes stay open.
         for path in ("/", "/health", "/ready", "/playground/app.js"):
@@ -466,11 +467,22 @@ def test_ready_waits_for_warmup(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> No
         assert http.post("/tts", json={"text": TEXT}).status_code == 200
 
 
-def test_cors_is_off_unless_configured(server: RunningServer, tts: TTS) -> None:
+def test_cors_allows_local_apps_and_configured_origins(server: RunningServer, tts: TTS) -> None:
     preflight = {"Origin": "http://example.test", "Access-Control-Request-Method": "POST"}
-    with server.client() as http:
-        response = http.options("/v1/audio/speech", headers=preflight)
-        assert "access-control-allow-origin" not in response.headers
+
+    def allowed(http: httpx.Client, origin: str) -> str | None:
+        response = http.options("/v1/audio/speech", headers={**preflight, "Origin": origin})
+        return response.headers.get("access-control-allow-origin")
+
+    with server.client() as http:  # VOICEVOX's default: apps on this machine, no other site
+        assert allowed(http, "http://example.test") is None
+        assert allowed(http, "http://localhost:5173") == "http://localhost:5173"
+        assert allowed(http, "http://127.0.0.1") == "http://127.0.0.1"
+        assert allowed(http, "app://.") == "app://."
+        assert allowed(http, "http://localhost.example.test") is None
+    closed = ServerConfig(warmup=False, cors_local_apps=False)
+    with serve(tts, closed) as open_server, open_server.client() as http:
+        assert allowed(http, "http://localhost:5173") is None
     config = ServerConfig(warmup=False, cors_origins=("http://example.test",))
     with serve(tts, config) as open_server, open_server.client() as http:
         response = http.options("/v1/audio/speech", headers=preflight)
@@ -487,22 +499,22 @@ def test_user_dictionary_routes(tts: TTS, server: RunningServer) -> None:
     word = {"surface": "担々麺", "reading": "タンタンメン", "accent": 3}
     # The default is read-only.
     with server.client(headers=auth) as http:
-        assert http.get("/user_dict").json() == {"words": []}
-        denied = http.post("/user_dict", json=word)
+        assert http.get("/v1/dictionary").json() == {"words": []}
+        denied = http.post("/v1/dictionary", json=word)
         assert denied.status_code == 403 and _error(denied)["type"] == "permission_error"
     config = ServerConfig(warmup=False, dict_api="write")
     with serve(tts, config) as writable, writable.client() as http:
-        added = http.post("/user_dict", json=word)
+        added = http.post("/v1/dictionary", json=word)
         assert added.status_code == 201 and added.json()["reading"] == "タンタンメン"
-        assert [w["surface"] for w in http.get("/user_dict").json()["words"]] == ["担々麺"]
+        assert [w["surface"] for w in http.get("/v1/dictionary").json()["words"]] == ["担々麺"]
         assert "タンタンメン" in tts.frontend.g2p("担々麺を食べる").readings
-        bad = http.post("/user_dict", json={"surface": "x", "reading": "abc"})
+        bad = http.post("/v1/dictionary", json={"surface": "x", "reading": "abc"})
         assert bad.status_code == 400 and _error(bad)["code"] == "invalid_word"
-        assert http.delete("/user_dict/担々麺").status_code == 200
-        gone = http.delete("/user_dict/担々麺")
+        assert http.delete("/v1/dictionary/担々麺").status_code == 200
+        gone = http.delete("/v1/dictionary/担々麺")
         assert gone.status_code == 404 and _error(gone)["code"] == "word_not_found"
     with serve(tts, ServerConfig(warmup=False, dict_api="off")) as closed, closed.client() as http:
-        assert http.get("/user_dict").status_code == 403
+        assert http.get("/v1/dictionary").status_code == 403
 
 
 def test_failure_mid_stream_breaks_the_connection(

@@ -113,10 +113,10 @@ def test_dictionary_through_the_worker(test_voice: Path, tmp_path: Path) -> None
     try:
         config = ServerConfig(warmup=False, dict_api="write")
         with serve(service, config) as running, running.client() as http:  # type: ignore[arg-type]
-            added = http.post("/user_dict", json={"surface": "鬼滅", "reading": "キメツ"})
+            added = http.post("/v1/dictionary", json={"surface": "鬼滅", "reading": "キメツ"})
             assert added.status_code == 201
-            assert [w["surface"] for w in http.get("/user_dict").json()["words"]] == ["鬼滅"]
-            long = http.post("/user_dict", json={"surface": "中読語", "reading": "ア" * 1000})
+            assert [w["surface"] for w in http.get("/v1/dictionary").json()["words"]] == ["鬼滅"]
+            long = http.post("/v1/dictionary", json={"surface": "中読語", "reading": "ア" * 1000})
             assert long.status_code == 400 and _error(long)["code"] == "invalid_word"
     finally:
         service.close()
@@ -141,7 +141,7 @@ def test_other_host_names_are_refused_on_loopback(server: RunningServer, host: s
     """DNS rebinding: a page on evil.example whose name points at 127.0.0.1."""
     with server.client() as http:
         response = http.post(
-            "/user_dict", json={"surface": "鬼滅", "reading": "キメツ"}, headers={"Host": host}
+            "/v1/dictionary", json={"surface": "鬼滅", "reading": "キメツ"}, headers={"Host": host}
         )
     assert response.status_code == 400 and _error(response)["code"] == "invalid_host"
 
@@ -172,10 +172,10 @@ def test_a_body_must_be_json(server: RunningServer, content_type: str | None) ->
     body = json.dumps({"surface": "鬼滅", "reading": "キメツ"}).encode()
     headers = {"Content-Type": content_type} if content_type else {}
     with server.client() as http:
-        response = http.post("/user_dict", content=body, headers=headers)
+        response = http.post("/v1/dictionary", content=body, headers=headers)
         assert response.status_code == 415
         assert _error(response)["code"] == "unsupported_media_type"
-        assert all(w["surface"] != "鬼滅" for w in http.get("/user_dict").json()["words"])
+        assert all(w["surface"] != "鬼滅" for w in http.get("/v1/dictionary").json()["words"])
 
 
 @pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8",

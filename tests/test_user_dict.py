@@ -10,6 +10,7 @@ import pytest
 
 from yomiage.errors import UserDictionaryError
 from yomiage.text import Frontend, UserDictionary
+from yomiage.text.user_dict import UserWord
 
 
 def test_word_changes_reading_at_once_and_only_in_its_frontend(tmp_path: Path) -> None:
@@ -37,6 +38,21 @@ def test_persisted_and_rebuilt_at_start(tmp_path: Path) -> None:
     again = Frontend(path)
     assert [w.surface for w in again.words] == ["鬼滅"]
     assert again.g2p("鬼滅の刃").readings[0] == "キメツ"
+
+
+def test_update_adds_and_removes_in_one_saved_change(tmp_path: Path) -> None:
+    path = tmp_path / "dict.json"
+    f = Frontend(path)
+    f.add_word("鬼滅", "キメツ")
+    new = [UserWord.create("呪術", "ジュジュツ", 1), UserWord.create("推し", "オシ")]
+    added = f.update_words(new, ["鬼滅"])
+    assert added == tuple(new)
+    assert sorted(w["surface"] for w in json.loads(path.read_text("utf-8"))["words"]) == [
+        "呪術", "推し",
+    ]  # fmt: skip
+    assert f.g2p("呪術").readings[0] == "ジュジュツ"
+    kept = f.update_words([UserWord.create("呪術", "ジュズツ", 0)], keep_existing=True)
+    assert kept == () and f.words[0].reading == "ジュジュツ"
 
 
 def test_hiragana_reading_is_accepted_as_katakana() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 
@@ -194,6 +194,17 @@ class TTS:
     ) -> UserWord:
         """Read ``surface`` as ``reading`` (katakana) from the next request on."""
         return self.frontend.add_word(surface, reading, accent, priority, word_type)
+
+    def update_words(
+        self,
+        add: Sequence[UserWord],
+        remove: Sequence[str] = (),
+        *,
+        keep_existing: bool = False,
+    ) -> tuple[UserWord, ...]:
+        """Add words (:meth:`UserWord.create`) and remove others in one saved change:
+        an import of many words, or a word rewritten under a new surface."""
+        return self.frontend.update_words(add, remove, keep_existing=keep_existing)
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         return self.frontend.remove_word(surface)

@@ -90,7 +90,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         action="append",
         default=[],
         metavar="ORIGIN",
-        help="allow browser calls from ORIGIN (repeatable; default none)",
+        help="allow browser calls from ORIGIN (repeatable; local apps are allowed anyway)",
+    )
+    net.add_argument(
+        "--cors-local-apps",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="allow pages on localhost/127.0.0.1 and desktop editors (app://), as VOICEVOX "
+        "does (default on; --no-cors-local-apps to refuse them)",
     )
     net.add_argument(
         "--dict-api",
@@ -234,6 +241,7 @@ def run(args: argparse.Namespace) -> int:
         max_queue=args.max_queue,
         queue_timeout=args.queue_timeout,
         cors_origins=tuple(args.cors_origin),
+        cors_local_apps=args.cors_local_apps,
         dict_api=args.dict_api,
         voice_aliases=_aliases(args.voice_alias),
         default_voice=args.default_voice,

@@ -24,7 +24,7 @@ from fastapi.responses import Response
 
 from yomiage._version import __version__
 from yomiage.engine import TTS
-from yomiage.server.config import ServerConfig
+from yomiage.server.config import LOCAL_APP_ORIGINS, ServerConfig
 from yomiage.server.dictionary_routes import add_dictionary_routes
 from yomiage.server.errors import install as install_error_handlers
 from yomiage.server.limits import AdmissionGate
@@ -97,13 +97,15 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
     app.state.yomiage = state
     install_error_handlers(app)
     app.add_middleware(GuardMiddleware, config=config)
-    if config.cors_origins:
+    origins = [*config.cors_origins, *(["app://."] if config.cors_local_apps else [])]
+    if origins:
         from starlette.middleware.cors import CORSMiddleware
 
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=list(config.cors_origins),
-            allow_methods=["GET", "POST", "DELETE"],
+            allow_origins=origins,
+            allow_origin_regex=LOCAL_APP_ORIGINS if config.cors_local_apps else None,
+            allow_methods=["GET", "POST", "PUT", "DELETE"],
             allow_headers=["Authorization", "Content-Type"],
             expose_headers=["X-Sample-Rate", "Retry-After"],
         )
@@ -114,9 +116,11 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
         add_openai_routes(app, state)
     add_native_routes(app, state)
     if "voicevox" in config.apis:
+        from yomiage.server.voicevox_dictionary_routes import add_voicevox_dictionary_routes
         from yomiage.server.voicevox_routes import add_voicevox_routes
 
         add_voicevox_routes(app, state)
+        add_voicevox_dictionary_routes(app, state)
     add_dictionary_routes(app, state)
     if config.playground:
         add_playground_routes(app)

@@ -19,6 +19,8 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 APIS = ("openai", "voicevox")
+# Pages served from this machine, which VOICEVOX lets call its engine by default.
+LOCAL_APP_ORIGINS = r"^https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?$"
 
 
 @dataclass(frozen=True)
@@ -29,9 +31,12 @@ class ServerConfig:
     needs ``Authorization: Bearer <key>``. ``max_input_chars``: longer input
     gets 413. ``max_concurrency`` requests synthesize at once and up to
     ``max_queue`` wait (at most ``queue_timeout`` s); more get 429.
-    ``cors_origins``: browser origins allowed to call the API (none by
-    default). ``dict_api``: the user-dictionary routes are ``off``, ``read``
-    (list only, the default) or ``write`` (add and remove too).
+    ``cors_origins``: browser origins allowed to call the API, besides the
+    local apps that ``cors_local_apps`` allows (VOICEVOX's ``localapps``
+    default: pages on ``localhost``/``127.0.0.1`` and desktop editors'
+    ``app://`` origin; requests without an Origin are never affected).
+    ``dict_api``: the user-dictionary routes are ``off``, ``read`` (list
+    only, the default) or ``write`` (add and remove too).
     ``voice_aliases`` maps request voice names (e.g. OpenAI's ``alloy``) to
     loaded voices; ``default_voice`` is used for OpenAI names not aliased and
     for ``/tts`` without a voice (default: the first voice loaded).
@@ -53,6 +58,7 @@ class ServerConfig:
     max_queue: int = 16
     queue_timeout: float = 60.0
     cors_origins: tuple[str, ...] = ()
+    cors_local_apps: bool = True
     dict_api: DictAPI = "read"
     voice_aliases: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     default_voice: str | None = None

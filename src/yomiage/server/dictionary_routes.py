@@ -1,4 +1,6 @@
-"""The user dictionary over HTTP: list, add, remove (``--dict-api off|read|write``)."""
+"""The user dictionary over HTTP at ``/v1/dictionary``: list, add, remove
+(``--dict-api off|read|write``). VOICEVOX's routes to the same words are in
+:mod:`yomiage.server.voicevox_dictionary_routes`."""
 
 from __future__ import annotations
 
@@ -17,18 +19,27 @@ if TYPE_CHECKING:
     from yomiage.server.state import ServerState
 
 
-def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
-    mode = state.config.dict_api
+PATH = "/v1/dictionary"
 
+
+def dictionary_refusal(state: ServerState, *, write: bool) -> str | None:
+    """Why ``--dict-api`` forbids this reading (or change) of the dictionary, or None.
+    Both dictionary APIs (ours and VOICEVOX's) obey it."""
+    mode = state.config.dict_api
+    if mode == "write" or (mode == "read" and not write):
+        return None
+    what = "is off" if mode == "off" else "is read-only"
+    return (
+        f"the user dictionary API {what} on this server "
+        "(start it with --dict-api write to allow changes)"
+    )
+
+
+def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
     def allow(write: bool) -> None:
-        if mode == "off" or (write and mode != "write"):
-            what = "is off" if mode == "off" else "is read-only"
-            raise APIError(
-                403,
-                f"the user dictionary API {what} on this server "
-                "(start it with --dict-api write to allow changes)",
-                code="dictionary_api_disabled",
-            )
+        refusal = dictionary_refusal(state, write=write)
+        if refusal is not None:
+            raise APIError(403, refusal, code="dictionary_api_disabled")
 
     def record(word: UserWord | SkippedEntry) -> dict[str, Any]:
         if isinstance(word, SkippedEntry):  # an entry of the file that was not valid
@@ -53,12 +64,12 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
                 503, str(exc), code="worker_restarting", headers={"Retry-After": "2"}
             ) from None
 
-    @app.get("/user_dict", tags=["dictionary"])
+    @app.get(PATH, tags=["dictionary"])
     async def list_words() -> dict[str, Any]:
         allow(write=False)
         return {"words": [record(w) for w in await in_thread(state.service.words)]}
 
-    @app.post("/user_dict", tags=["dictionary"], status_code=201)
+    @app.post(PATH, tags=["dictionary"], status_code=201)
     async def add_word(body: WordRequest) -> dict[str, Any]:
         """Add or replace a word; it applies from the next request on."""
         allow(write=True)
@@ -73,7 +84,7 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
             raise APIError(400, str(exc), code="invalid_word") from None
         return record(word)
 
-    @app.delete("/user_dict/{surface}", tags=["dictionary"])
+    @app.delete(PATH + "/{surface}", tags=["dictionary"])
     async def remove_word(surface: str) -> dict[str, Any]:
         allow(write=True)
         try:

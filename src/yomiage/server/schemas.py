@@ -70,7 +70,7 @@ class TTSRequest(SynthesisFields):
 
 
 class WordRequest(BaseModel):
-    """``POST /user_dict``: a word and its katakana reading."""
+    """``POST /v1/dictionary``: a word and its katakana reading."""
 
     model_config = ConfigDict(extra="forbid")
 

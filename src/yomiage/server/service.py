@@ -97,6 +97,10 @@ class SpeechService(Protocol):
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry: ...
 
+    def update_words(
+        self, add: Sequence[UserWord], remove: Sequence[str], keep_existing: bool
+    ) -> tuple[UserWord, ...]: ...
+
     def close(self) -> None: ...
 
 
@@ -196,6 +200,11 @@ class LocalService:
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         return self.tts.remove_word(surface)
+
+    def update_words(
+        self, add: Sequence[UserWord], remove: Sequence[str], keep_existing: bool
+    ) -> tuple[UserWord, ...]:
+        return self.tts.update_words(add, remove, keep_existing=keep_existing)
 
     def close(self) -> None:
         """Nothing to do: the caller owns the engine."""

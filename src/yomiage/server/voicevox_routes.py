@@ -1,9 +1,6 @@
 """VOICEVOX's engine API on the same server: editors and bots that speak it work as is.
 
-Clients are strict in ways FastAPI's defaults are not, so the responses here
-are built by hand: JSON is sent as exactly ``application/json`` (clients
-compare the string), a 204 carries no body and no content type, and errors
-are ``{"detail": ...}`` (VOICEVOX's shape; its clients read ``detail``).
+Responses follow VOICEVOX's strict shapes (:mod:`yomiage.server.voicevox_http`).
 Style ids are those of :mod:`yomiage.voicevox.ids`; what each AudioQuery
 field means for an SBV2 voice is in ``docs/voicevox.md``.
 """
@@ -12,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import logging
+import time
 import zipfile
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -22,21 +19,36 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from yomiage import __version__
-from yomiage.errors import MissingExtraError
-from yomiage.server.errors import APIError
-from yomiage.server.failures import failure_response
+from yomiage.audio import Audio
 from yomiage.server.speech_routes import admit
 from yomiage.server.state import ServerState
+from yomiage.server.voicevox_http import (
+    VoxError,
+    flag_param,
+    int_param,
+    json_body,
+    json_response,
+    no_content,
+    vox_router,
+)
+from yomiage.text.accent_phrases import PhraseSpec
 from yomiage.text.g2p import Phonemes
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle, vox_speakers
+from yomiage.voicevox.kana import KanaError, kana_text, parse_kana
 from yomiage.voicevox.model import (
     AudioQuery,
-    QueryError,
     parse_accent_phrases,
     parse_audio_query,
 )
 from yomiage.voicevox.presets import PresetStore, parse_preset
-from yomiage.voicevox.query import audio_query, reading_of, sentences, structure
+from yomiage.voicevox.query import (
+    audio_query,
+    reading_of,
+    retime,
+    sentences,
+    spec_of,
+    structure,
+)
 from yomiage.voicevox.synthesis import synthesis_options, wav_bytes
 
 log = logging.getLogger(__name__)
@@ -51,47 +63,6 @@ UNSUPPORTED = (
 )  # fmt: skip
 
 
-class VoxError(Exception):
-    def __init__(self, status: int, detail: Any) -> None:
-        super().__init__(str(detail))
-        self.status = status
-        self.detail = detail
-
-
-def _json(value: Any, status: int = 200) -> Response:
-    body = json.dumps(value, ensure_ascii=False, allow_nan=False).encode()
-    return Response(body, status, media_type="application/json")
-
-
-def _no_content() -> Response:
-    return Response(status_code=204)  # no body, no content type
-
-
-def _int(request: Request, name: str, *, required: bool = True) -> int | None:
-    raw = request.query_params.get(name)
-    if raw is None:
-        if required:
-            raise VoxError(422, f"query parameter {name!r} is required")
-        return None
-    try:
-        return int(raw)
-    except ValueError:
-        raise VoxError(
-            422, f"query parameter {name!r} must be an integer, not {raw[:40]!r}"
-        ) from None
-
-
-def _flag(request: Request, name: str, default: bool) -> bool:
-    raw = request.query_params.get(name)
-    if raw is None:
-        return default
-    if raw.lower() in ("true", "1"):
-        return True
-    if raw.lower() in ("false", "0"):
-        return False
-    raise VoxError(422, f"query parameter {name!r} must be true or false")
-
-
 def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     """The VOICEVOX routes, over the server's voices, limits and admission gate."""
     speakers = vox_speakers(
@@ -104,7 +75,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     by_uuid = {speaker.speaker_uuid: speaker for speaker in speakers}
 
     def style_of(request: Request) -> VoxStyle:
-        style_id = _int(request, "speaker")
+        style_id = int_param(request, "speaker")
         style = styles.get(style_id) if style_id is not None else None
         if style is None:
             raise VoxError(404, f"style {style_id} does not exist; GET /speakers lists them")
@@ -118,45 +89,23 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         finally:
             slot.release()
 
-    def route(method: str, path: str) -> Callable[[Callable[..., Any]], Any]:
-        def wrap(handler: Callable[..., Any]) -> Any:
-            async def endpoint(request: Request) -> Response:
-                try:
-                    return await handler(request)  # type: ignore[no-any-return]
-                except VoxError as exc:
-                    return _json({"detail": exc.detail}, exc.status)
-                except QueryError as exc:
-                    return _json({"detail": str(exc)}, 422)
-                except MissingExtraError as exc:
-                    return _json({"detail": str(exc)}, 400)
-                except Exception as exc:  # the same mapping as the speech routes
-                    mapped = failure_response(exc, state.metrics, "text")
-                    if isinstance(mapped, APIError):
-                        return _json({"detail": mapped.message}, mapped.status)
-                    raise
-
-            endpoint.__name__ = f"voicevox_{path.strip('/').replace('/', '_')}"
-            app.add_api_route(path, endpoint, methods=[method], tags=["voicevox"],
-                              response_class=Response)  # fmt: skip
-            return handler
-
-        return wrap
+    route = vox_router(app, state)
 
     @route("GET", "/version")
     async def version(request: Request) -> Response:
-        return _json(__version__)
+        return json_response(__version__)
 
     @route("GET", "/core_versions")
     async def core_versions(request: Request) -> Response:
-        return _json([__version__])
+        return json_response([__version__])
 
     @route("GET", "/engine_manifest")
     async def engine_manifest(request: Request) -> Response:
-        return _json(_manifest(next(iter(state.voices.values())).sample_rate))
+        return json_response(_manifest(next(iter(state.voices.values())).sample_rate))
 
     @route("GET", "/speakers")
     async def list_speakers(request: Request) -> Response:
-        return _json([_speaker_json(s) for s in speakers])
+        return json_response([_speaker_json(s) for s in speakers])
 
     @route("GET", "/speaker_info")
     async def speaker_info(request: Request) -> Response:
@@ -166,7 +115,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             raise VoxError(404, f"no speaker with uuid {uid[:60]!r}; GET /speakers lists them")
         card = state.voices[speaker.voice]
         licence = card.credits.license if card.credits else None
-        return _json({
+        return json_response({
             "policy": licence or f"{speaker.voice}: the voice's publisher gave no licence text "
                                  "with it; ask them what its use allows.",
             "portrait": "",
@@ -176,17 +125,17 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("GET", "/supported_devices")
     async def supported_devices(request: Request) -> Response:
-        return _json({"cpu": True, "cuda": False, "dml": False})
+        return json_response({"cpu": True, "cuda": False, "dml": False})
 
     @route("GET", "/is_initialized_speaker")
     async def is_initialized(request: Request) -> Response:
         style_of(request)
-        return _json(True)  # every voice is loaded and warmed before the server is ready
+        return json_response(True)  # every voice is loaded and warmed before the server is ready
 
     @route("POST", "/initialize_speaker")
     async def initialize(request: Request) -> Response:
         style_of(request)
-        return _no_content()
+        return no_content()
 
     async def read(request: Request, style: VoxStyle, text: str) -> AudioQuery:
         limit = state.config.max_input_chars
@@ -203,11 +152,11 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     async def make_audio_query(request: Request) -> Response:
         style = style_of(request)
         query = await read(request, style, request.query_params.get("text", ""))
-        return _json(query.to_json())
+        return json_response(query.to_json())
 
     @route("POST", "/audio_query_from_preset")
     async def query_from_preset(request: Request) -> Response:
-        preset_id = _int(request, "preset_id")
+        preset_id = int_param(request, "preset_id")
         preset = presets.get(preset_id) if preset_id is not None else None
         if preset is None:
             raise VoxError(422, f"no preset with id {preset_id}")
@@ -217,61 +166,54 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         query = await read(request, style, request.query_params.get("text", ""))
         scales = {k: v for k, v in preset.to_json().items()
                   if k not in ("id", "name", "speaker_uuid", "style_id")}  # fmt: skip
-        return _json({**query.to_json(), **scales})
+        return json_response({**query.to_json(), **scales})
 
     @route("GET", "/presets")
     async def list_presets(request: Request) -> Response:
-        return _json([p.to_json() for p in presets.all()])
+        return json_response([p.to_json() for p in presets.all()])
 
     @route("POST", "/add_preset")
     async def add_preset(request: Request) -> Response:
-        return _json(presets.add(parse_preset(await _body(request))))
+        return json_response(presets.add(parse_preset(await json_body(request))))
 
     @route("POST", "/update_preset")
     async def update_preset(request: Request) -> Response:
-        preset = parse_preset(await _body(request))
+        preset = parse_preset(await json_body(request))
         if not presets.update(preset):
             raise VoxError(422, f"no preset with id {preset.id} to update")
-        return _json(preset.id)
+        return json_response(preset.id)
 
     @route("POST", "/delete_preset")
     async def delete_preset(request: Request) -> Response:
-        preset_id = _int(request, "id")
+        preset_id = int_param(request, "id")
         if preset_id is None or not presets.delete(preset_id):
             raise VoxError(422, f"no preset with id {preset_id} to delete")
-        return _no_content()
+        return no_content()
+
+    async def retimed(request: Request, style: VoxStyle, specs: list[PhraseSpec]) -> Response:
+        """Phrases a client wrote, with the lengths the voice gives them."""
+        fresh = (await read(request, style, kana_text(specs))).accent_phrases
+        return json_response([p.to_json() for p in retime(specs, fresh)])
 
     @route("POST", "/accent_phrases")
     async def make_accent_phrases(request: Request) -> Response:
         style = style_of(request)
-        if _flag(request, "is_kana", False):
-            raise VoxError(400, "is_kana=true (AquesTalk-like kana) is not supported yet; "
-                                "send the text itself")  # fmt: skip
-        query = await read(request, style, request.query_params.get("text", ""))
-        return _json([p.to_json() for p in query.accent_phrases])
+        text = request.query_params.get("text", "")
+        if flag_param(request, "is_kana", False):
+            return await retimed(request, style, _kana(text))
+        query = await read(request, style, text)
+        return json_response([p.to_json() for p in query.accent_phrases])
+
+    @route("POST", "/validate_kana")
+    async def validate_kana(request: Request) -> Response:
+        _kana(request.query_params.get("text", ""))
+        return json_response(True)
 
     async def requery(request: Request) -> Response:
         """Lengths and pitches for phrases a client sent: the voice reads their kana."""
         style = style_of(request)
-        phrases = parse_accent_phrases(await _body(request))
-        text = "".join(
-            m.text for p in phrases for m in (*p.moras, *([p.pause_mora] if p.pause_mora else []))
-        )
-        fresh = (await read(request, style, text)).accent_phrases
-        fresh_moras = [m for p in fresh for m in p.moras]
-        if [m.text for m in fresh_moras] != [m.text for p in phrases for m in p.moras]:
-            return _json([p.to_json() for p in phrases])  # cannot align: unchanged
-        merged, k = [], 0
-        for phrase in phrases:
-            moras = []
-            for mora in phrase.moras:
-                new = fresh_moras[k]
-                k += 1
-                moras.append(type(mora)(mora.text, mora.consonant, new.consonant_length,
-                                        mora.vowel, new.vowel_length, new.pitch))  # fmt: skip
-            merged.append(type(phrase)(tuple(moras), phrase.accent, phrase.pause_mora,
-                                       phrase.is_interrogative))  # fmt: skip
-        return _json([p.to_json() for p in merged])
+        phrases = parse_accent_phrases(await json_body(request))
+        return await retimed(request, style, [spec_of(p) for p in phrases])
 
     for path in ("/mora_data", "/mora_length", "/mora_pitch"):
         route("POST", path)(requery)
@@ -288,20 +230,28 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             ):
                 unchanged = [r.phonemes for r in readings]
         reading = unchanged or [reading_of(s) for s in sentences(query.accent_phrases)]
-        audio = await run(request, lambda: state.service.generate(style.voice, reading, options))
+
+        def generate() -> tuple[Audio, float]:
+            started = time.perf_counter()
+            audio = state.service.generate(style.voice, reading, options)
+            return audio, time.perf_counter() - started
+
+        audio, wall = await run(request, generate)
+        _count(state, style.voice, len(audio.samples) / card.sample_rate, wall)
         return wav_bytes(audio.samples, card.sample_rate, query)
 
     @route("POST", "/synthesis")
     async def synthesis(request: Request) -> Response:
         style = style_of(request)
-        _flag(request, "enable_interrogative_upspeak", True)  # questions are read as such anyway
-        query = parse_audio_query(await _body(request))
+        # Questions are read as questions whatever this says; the flag is checked only.
+        flag_param(request, "enable_interrogative_upspeak", True)
+        query = parse_audio_query(await json_body(request))
         return Response(await synthesize(request, style, query), media_type="audio/wav")
 
     @route("POST", "/multi_synthesis")
     async def multi_synthesis(request: Request) -> Response:
         style = style_of(request)
-        body = await _body(request)
+        body = await json_body(request)
         if not isinstance(body, list) or not 0 < len(body) <= MAX_QUERIES:
             raise VoxError(422, f"the body must be a list of 1-{MAX_QUERIES} AudioQueries")
         queries = [parse_audio_query(q) for q in body]
@@ -321,11 +271,20 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         route(method, path)(unsupported)
 
 
-async def _body(request: Request) -> Any:
+def _count(state: ServerState, voice: str, seconds: float, wall: float) -> None:
+    """The audio made, in the same metrics as the speech routes'."""
+    state.metrics.audio_seconds.inc(voice, amount=seconds)
+    state.metrics.synthesis_seconds.inc(voice, amount=wall)
+    if seconds > 0:
+        state.metrics.rtf.observe(wall / seconds, voice)
+
+
+def _kana(text: str) -> list[PhraseSpec]:
     try:
-        return json.loads(await request.body())
-    except ValueError as exc:
-        raise VoxError(422, f"the body is not JSON: {exc}") from None
+        return parse_kana(text)
+    except KanaError as exc:  # VOICEVOX's ParseKanaBadRequest
+        detail = {"text": str(exc), "error_name": exc.name, "error_args": exc.args_}
+        raise VoxError(400, detail) from None
 
 
 def _speaker_json(speaker: VoxSpeaker) -> dict[str, Any]:

@@ -174,6 +174,14 @@ class WorkerService:
         removed: UserWord | SkippedEntry = self._call(self._current(), "remove_word", surface)
         return removed
 
+    def update_words(
+        self, add: Sequence[UserWord], remove: Sequence[str], keep_existing: bool
+    ) -> tuple[UserWord, ...]:
+        added: tuple[UserWord, ...] = self._call(
+            self._current(), "update_words", list(add), list(remove), keep_existing
+        )
+        return added
+
     def close(self) -> None:
         """Stop the child and start no other; calls still waiting fail with WorkerCrashed.
 

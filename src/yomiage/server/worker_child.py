@@ -93,7 +93,16 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                     closing = streams.pop(args[0], None)
                 if closing is not None:
                     closing.close()
-            elif op in ("encode", "warm", "words", "add_word", "remove_word", "read", "generate"):
+            elif op in (
+                "encode",
+                "warm",
+                "words",
+                "add_word",
+                "remove_word",
+                "update_words",
+                "read",
+                "generate",
+            ):
                 value = getattr(service, op)(*args)
             else:
                 raise WorkerError(f"unknown worker call {op!r}")

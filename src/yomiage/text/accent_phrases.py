@@ -71,6 +71,21 @@ def _kana_of() -> dict[tuple[str | None, str], str]:
     return table
 
 
+@cache
+def _mora_of() -> dict[str, MoraSpec]:
+    """Katakana (one or two characters) to its mora, as the editors write it (ッ: cl)."""
+    raw = json.loads(files("yomiage.text").joinpath("mora_table.json").read_text("utf-8"))
+    return {
+        kana: MoraSpec(kana, consonant or None, "cl" if vowel == "q" else vowel)
+        for kana, (consonant, vowel) in raw.items()
+    }
+
+
+def kana_mora(kana: str) -> MoraSpec | None:
+    """The mora written ``kana`` (e.g. キャ, ッ), or None when it is not one."""
+    return _mora_of().get(kana)
+
+
 def mora_kana(consonant: str | None, vowel: str) -> str:
     """The katakana of a mora (devoiced vowels read as voiced); TextError if none."""
     key = (consonant, "N" if vowel == "N" else "cl" if vowel == "cl" else vowel.lower())

@@ -129,20 +129,39 @@ class Frontend:
     ) -> UserWord:
         """Add a word; it applies to the next call. Nothing changes if it is rejected."""
         word = UserWord.create(surface, reading, accent, priority, word_type)
-        with self._rebuild_lock:
-            self._check(word)
-            self.user_dictionary.add_word(word)
-            self._analysers = self._build(self.user_dictionary.words)
+        self.update_words([word])
         return word
 
-    def _check(self, word: UserWord) -> None:
-        """UserDictionaryError if MeCab rejects ``word`` (before anything is saved)."""
+    def update_words(
+        self,
+        add: Sequence[UserWord],
+        remove: Sequence[str] = (),
+        *,
+        keep_existing: bool = False,
+    ) -> tuple[UserWord, ...]:
+        """Remove the words written ``remove`` and add ``add`` (made with
+        :meth:`UserWord.create`) in one change, applied to the next call; nothing
+        changes if MeCab rejects any of them. Returns the words added (``keep_existing``
+        leaves words already there as they are)."""
+        with self._rebuild_lock:
+            self._check(add)
+            added = self.user_dictionary.update(add, remove, keep_existing=keep_existing)
+            self._analysers = self._build(self.user_dictionary.words)
+        return added
+
+    def _check(self, words: Sequence[UserWord]) -> None:
+        """UserDictionaryError naming the words MeCab rejects (before anything is saved)."""
+        if not words:
+            return
         workdir = Path(tempfile.mkdtemp(prefix="yomiage-userdic-"))
         try:
-            if self._compile([word], workdir) is None:
-                raise UserDictionaryError(f"MeCab rejected the user word {word.surface!r}")
+            rejected = [] if self._compile(words, workdir) else self._rejected(words, workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+        if rejected:
+            names = ", ".join(repr(w.surface) for w in rejected[:5])
+            raise UserDictionaryError(f"MeCab rejected the user word(s) {names}")
+
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         """Remove a word (or an entry of the file that was skipped)."""

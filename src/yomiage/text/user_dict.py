@@ -12,7 +12,7 @@ import json
 import logging
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -240,10 +240,34 @@ class UserDictionary:
     def add_word(self, word: UserWord) -> None:
         """Add or replace ``word`` (already checked by :meth:`UserWord.create`)."""
 
+        self.update([word])
+
+    def update(
+        self,
+        add: Sequence[UserWord],
+        remove: Sequence[str] = (),
+        *,
+        keep_existing: bool = False,
+    ) -> tuple[UserWord, ...]:
+        """Remove the words written ``remove`` and add ``add`` as one change (saved
+        once, or not at all): an import or a rewrite never leaves half its words.
+        ``keep_existing``: a word already in the dictionary is not replaced. Returns
+        the words added."""
+        keys = {unicodedata.normalize("NFKC", s).strip() for s in remove}
+        added: list[UserWord] = []
+
         def change(contents: _Contents) -> _Contents:
-            return _Contents({**contents.words, word.surface: word}, contents.skipped)
+            words = {s: w for s, w in contents.words.items() if s not in keys}
+            added.clear()
+            for word in add:
+                if keep_existing and word.surface in words:
+                    continue
+                words[word.surface] = word
+                added.append(word)
+            return _Contents(words, contents.skipped)
 
         self._change(change)
+        return tuple(added)
 
     def remove(self, surface: str) -> UserWord | SkippedEntry:
         """Remove the word (or the skipped entry) written ``surface``."""

@@ -123,6 +123,45 @@ def audio_query(readings: Sequence[SentenceReading], text: str, sample_rate: int
     return AudioQuery(tuple(accent_phrases(readings)), outputSamplingRate=sample_rate, kana=text)
 
 
+def spec_of(phrase: AccentPhrase) -> PhraseSpec:
+    """What an accent phrase says to read, its lengths and pitches left out."""
+    moras = tuple(MoraSpec(m.text, m.consonant, m.vowel) for m in phrase.moras)
+    pause = phrase.pause_mora.text if phrase.pause_mora is not None else None
+    return PhraseSpec(moras, phrase.accent, pause, phrase.is_interrogative)
+
+
+def retime(specs: Sequence[PhraseSpec], fresh: Sequence[AccentPhrase]) -> list[AccentPhrase]:
+    """Phrases as a client wrote them, with the lengths the voice gave when it read
+    them (``fresh``) and pitches from their own accents. When the voice's moras do
+    not line up with the client's (it read the kana otherwise), their time is
+    spread evenly over the client's moras."""
+    fresh_moras = [m for p in fresh for m in p.moras]
+    wanted = [s for p in specs for s in p.moras]
+    lengths: list[tuple[float | None, float]]
+    if [(m.consonant, m.vowel.lower()) for m in fresh_moras] == [
+        (s.consonant, s.vowel.lower()) for s in wanted
+    ]:
+        lengths = [(m.consonant_length, m.vowel_length) for m in fresh_moras]
+    else:
+        total = sum((m.consonant_length or 0.0) + m.vowel_length for m in fresh_moras)
+        each = total / (len(wanted) or 1)
+        lengths = [(each / 2, each / 2) if s.consonant else (None, each) for s in wanted]
+    pauses = [p.pause_mora.vowel_length for p in fresh if p.pause_mora is not None]
+    out, k = [], 0
+    for spec in specs:
+        moras = []
+        for mora, tone in zip(spec.moras, spec.tones(), strict=True):
+            consonant_length, vowel_length = lengths[k]
+            k += 1
+            moras.append(_mora(mora, consonant_length, vowel_length, tone))
+        pause = None
+        if spec.pause is not None:
+            length = pauses.pop(0) if pauses else 0.0
+            pause = Mora(spec.pause, None, None, "pau", length, 0.0)
+        out.append(AccentPhrase(tuple(moras), spec.accent, pause, spec.interrogative))
+    return out
+
+
 # -- back to a reading -----------------------------------------------------------------------
 
 
