@@ -13,7 +13,6 @@ from tests.readings import ReadingCase, expected, load_cases, ours
 from yomiage.text import Frontend
 
 KNOWN_WRONG = {
-    "num-022": "OpenJTalk reads 三十センチ as サンジューセンチ (no ジュッ sound change)",
     "num-049": "OpenJTalk reads 七日 as シチニチ, not ナノカ",
     "num-058": "3-5日 read サンカラゴニチ; day counters (ミッカ, イツカ) are OpenJTalk's and need 日 after each number",
     "num-065": "the vulgar fraction ½ is folded by NFKC to 1⁄2 and read 一二",

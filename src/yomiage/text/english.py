@@ -6,12 +6,16 @@ rest be spelled letter by letter or go silent):
 1. our lexicon (:mod:`yomiage.text.english_lexicon`): phrases, acronyms said
    as words, technical words and brands;
 2. ALL-CAPS words: OpenJTalk's own entry when it has one (AI, NHK), otherwise
-   letter by letter;
+   letter by letter; any other two-letter word is read as a word when it is
+   one (Go, Up, Hi, us);
 3. camelCase and mixed words (GitHub, macOS): OpenJTalk's entry for the whole
    word (iPhone), else each part read on its own;
 4. OpenJTalk's own reading, as typed or Title-cased;
 5. the e2k model (Unlicense), when its n-gram model says the word is pronounceable;
 6. letter by letter.
+
+Words joined by hyphens (e-mail, T-shirt, check-in) are one loanword: the
+sum of their parts' readings, with no pause where the hyphen was.
 
 Words in the user dictionary are never touched: OpenJTalk reads them itself.
 """
@@ -25,7 +29,15 @@ import threading
 from collections.abc import Container
 from typing import Any
 
-from yomiage.text.english_lexicon import ACRONYM_WORDS, LETTER_NAMES, PHRASES, WORDS
+from yomiage.text.english_lexicon import (
+    ACRONYM_WORDS,
+    HYPHEN_PREFIXES,
+    HYPHENATED_WORDS,
+    LETTER_NAMES,
+    PHRASES,
+    TWO_LETTER_WORDS,
+    WORDS,
+)
 from yomiage.text.mora import is_katakana
 from yomiage.text.openjtalk import OpenJTalk
 
@@ -36,6 +48,8 @@ _CAMEL_PART_RE = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
 _MAX_PHRASE = max(len(p) for p in PHRASES)
 _CACHE_LIMIT = 4096
 _REJECTED_POS = frozenset({"フィラー", "記号"})
+# ASCII hyphen-minus and the Unicode hyphens NFKC leaves alone.
+_HYPHENS = frozenset("-\u2010\u2011")
 
 
 def spell(word: str) -> str:
@@ -68,6 +82,12 @@ class EnglishReader:
                 out.append(match.group(0))
                 pos, i = match.end(), i + 1
                 continue
+            span = self._compound_at(text, matches, i, keep)
+            if span > 1:
+                parts = [m.group(0) for m in matches[i : i + span]]
+                out.append(self.read_word("-".join(parts)))
+                pos, i = matches[i + span - 1].end(), i + span
+                continue
             span = self._phrase_at(text, matches, i)
             if span:
                 out.append(PHRASES[tuple(m.group(0).lower() for m in matches[i : i + span])])
@@ -77,6 +97,22 @@ class EnglishReader:
             pos, i = match.end(), i + 1
         out.append(text[pos:])
         return "".join(out)
+
+    @staticmethod
+    def _compound_at(text: str, matches: list[re.Match[str]], i: int, keep: Container[str]) -> int:
+        """Number of words from word ``i`` joined by single hyphens (1: no compound).
+
+        A compound containing a user-dictionary word is not joined, so that
+        word is still left for OpenJTalk.
+        """
+        end = i + 1
+        while (
+            end < len(matches)
+            and text[matches[end - 1].end() : matches[end].start()] in _HYPHENS
+            and matches[end].group(0) not in keep
+        ):
+            end += 1
+        return end - i
 
     def _phrase_at(self, text: str, matches: list[re.Match[str]], i: int) -> int:
         """Length of the lexicon phrase starting at word ``i`` (words joined by spaces)."""
@@ -91,7 +127,7 @@ class EnglishReader:
         return 0
 
     def read_word(self, word: str) -> str:
-        """Katakana reading of one English word (no spaces)."""
+        """Katakana reading of one English word (no spaces; parts may be joined by ``-``)."""
         cached = self._cache.get(word)
         if cached is None:
             # OpenJTalk re-reads the katakana we hand it, and reads シー as スィー
@@ -103,6 +139,8 @@ class EnglishReader:
         return cached
 
     def _read_uncached(self, word: str) -> str:
+        if "-" in word:
+            return self._compound_reading(word)
         lower = word.lower().replace("'", "")
         if len(word) == 1:
             return spell(word)
@@ -112,6 +150,8 @@ class EnglishReader:
             # Short capitals are initials (IT, WHO) even when they spell a word.
             known = WORDS.get(lower) if len(word) >= 4 else None
             return self._openjtalk_reading(word, single_node=True) or known or spell(word)
+        if lower in TWO_LETTER_WORDS:
+            return TWO_LETTER_WORDS[lower]
         if lower in WORDS:
             return WORDS[lower]
         parts = _CAMEL_PART_RE.findall(word.replace("'", ""))
@@ -120,6 +160,22 @@ class EnglishReader:
             return whole or "".join(self.read_word(p) for p in parts)
         reading = self._openjtalk_reading(word) or self._openjtalk_reading(word.title())
         return reading or self._model_reading(lower) or spell(word)
+
+    def _compound_reading(self, word: str) -> str:
+        """``e-mail`` → イーメール: the lexicon's entry for the hyphenated or the
+        joined word (co-op, wi-fi), else each part's reading, run together."""
+        lower = word.lower().replace("'", "")
+        joined = lower.replace("-", "")
+        for table, key in ((HYPHENATED_WORDS, lower), (ACRONYM_WORDS, joined), (WORDS, joined)):
+            if key in table:
+                return table[key]
+        *heads, last = word.split("-")
+        # A prefix in capitals is initials (UN-Habitat), not the prefix un-.
+        prefixes = [None if h.isupper() else HYPHEN_PREFIXES.get(h.lower()) for h in heads]
+        return "".join(
+            [prefix or self.read_word(h) for prefix, h in zip(prefixes, heads, strict=True)]
+            + [self.read_word(last)]
+        )
 
     def _openjtalk_reading(self, word: str, *, single_node: bool = False) -> str | None:
         """OpenJTalk's dictionary reading, only if the word is a real entry."""

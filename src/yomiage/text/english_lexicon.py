@@ -63,15 +63,33 @@ WORDS: dict[str, str] = {
     "computer": "コンピューター", "keyboard": "キーボード", "password": "パスワード",
     "user": "ユーザー", "data": "データ", "game": "ゲーム", "hello": "ハロー",
     "okay": "オーケー", "thanks": "サンクス", "sorry": "ソーリー", "yes": "イエス",
-    "no": "ノー", "the": "ザ", "of": "オブ", "and": "アンド", "to": "トゥー", "for": "フォー",
-    "with": "ウィズ", "in": "イン", "on": "オン", "is": "イズ", "it": "イット", "a": "ア",
-    "an": "アン", "my": "マイ", "me": "ミー", "we": "ウィー", "he": "ヒー", "she": "シー",
+    "the": "ザ", "and": "アンド", "for": "フォー", "with": "ウィズ", "a": "ア", "she": "シー",
     "they": "ゼイ", "this": "ディス", "that": "ザット", "what": "ワット", "who": "フー",
     "ai": "エーアイ", "os": "オーエス", "tv": "テレビ", "pc": "ピーシー",
     "ps": "ピーエス", "dx": "ディーエックス", "iot": "アイオーティー",
     "vs": "バーサス", "etc": "エトセトラ", "mr": "ミスター", "mrs": "ミセス", "ms": "ミズ",
     "dr": "ドクター", "st": "セント", "co": "コー", "inc": "インク", "ltd": "リミテッド",
 }  # fmt: skip
+
+# English words of two letters, read as words unless written in capitals (Go言語,
+# Stand by Me, About Us; US and AT stay initials). OpenJTalk spells a title-cased
+# pair letter by letter and e2k's n-gram rejects them all as unpronounceable,
+# so without this list Hi, So and Us were spelled (エイチアイ). The class is
+# small and closed; pairs that are mostly abbreviations (id, ex, co) are left out.
+TWO_LETTER_WORDS: dict[str, str] = {
+    "ah": "アー", "am": "アム", "an": "アン", "as": "アズ", "at": "アット", "be": "ビー",
+    "by": "バイ", "do": "ドゥー", "go": "ゴー", "he": "ヒー", "hi": "ハイ", "if": "イフ",
+    "in": "イン", "is": "イズ", "it": "イット", "me": "ミー", "my": "マイ", "no": "ノー",
+    "of": "オブ", "oh": "オー", "on": "オン", "or": "オア", "ox": "オックス", "pi": "パイ",
+    "so": "ソー", "to": "トゥー", "up": "アップ", "us": "アス", "we": "ウィー", "yo": "ヨー",
+}  # fmt: skip
+
+# Prefixes read as they sound before a hyphen (re-entry リエントリー, co-host
+# コホスト) where the prefix alone reads otherwise (re spelled, co コー for "company").
+HYPHEN_PREFIXES: dict[str, str] = {"re": "リ", "co": "コ", "un": "アン", "bi": "バイ"}
+
+# Hyphenated words whose reading is not the sum of their parts.
+HYPHENATED_WORDS: dict[str, str] = {"co-op": "コープ"}
 
 # Multi-word expressions read as one loanword.
 PHRASES: dict[tuple[str, ...], str] = {

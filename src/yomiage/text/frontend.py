@@ -19,6 +19,7 @@ from pathlib import Path
 
 from yomiage.errors import TextError, UserDictionaryError
 from yomiage.text.accent_phrases import PhraseSpec, accent_phrases_from_labels
+from yomiage.text.counters import TenSoundChange
 from yomiage.text.english import EnglishReader
 from yomiage.text.g2p import Phonemes, g2p
 from yomiage.text.normalize import normalize
@@ -46,6 +47,7 @@ def default_user_dictionary_path() -> Path:
 class _Analysers:
     openjtalk: OpenJTalk
     english: EnglishReader
+    ten_sound_change: TenSoundChange
     keep_words: frozenset[str]
 
 
@@ -79,7 +81,12 @@ class Frontend:
     def _build(self, words: Sequence[UserWord]) -> _Analysers:
         """Fresh analysers over ``words``; words MeCab rejects are left out (with a warning)."""
         openjtalk = self._openjtalk(words)
-        return _Analysers(openjtalk, EnglishReader(openjtalk), frozenset(w.surface for w in words))
+        return _Analysers(
+            openjtalk,
+            EnglishReader(openjtalk),
+            TenSoundChange(openjtalk),
+            frozenset(w.surface for w in words),
+        )
 
     def _openjtalk(self, words: Sequence[UserWord]) -> OpenJTalk:
         if not words:
@@ -162,7 +169,6 @@ class Frontend:
             names = ", ".join(repr(w.surface) for w in rejected[:5])
             raise UserDictionaryError(f"MeCab rejected the user word(s) {names}")
 
-
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         """Remove a word (or an entry of the file that was skipped)."""
         with self._rebuild_lock:
@@ -180,7 +186,7 @@ class Frontend:
         if not isinstance(text, str):
             raise TextError(f"text must be a str, not {type(text).__name__}")
         analysers = self._analysers
-        return normalize(text, analysers.english, analysers.keep_words)
+        return normalize(text, analysers.english, analysers.keep_words, analysers.ten_sound_change)
 
     def split_sentences(self, text: str, max_length: int | None = None) -> list[str]:
         """Sentences of ``text`` of at most ``max_length`` characters (default: this

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Container
 
+from yomiage.text.counters import TenSoundChange
 from yomiage.text.english import EnglishReader
 from yomiage.text.numbers import read_numbers
 from yomiage.text.numerals import int_to_kanji
@@ -52,15 +53,23 @@ def fold_before_nfkc(text: str) -> str:
     return _ROMAN_OR_ENCLOSED_RE.sub(_replace_enclosed, text)
 
 
-def normalize(text: str, english: EnglishReader, keep_words: Container[str] = ()) -> str:
+def normalize(
+    text: str,
+    english: EnglishReader,
+    keep_words: Container[str] = (),
+    ten_sound_change: TenSoundChange | None = None,
+) -> str:
     """Normalized text: kana, kanji, Greek, letters kept for OpenJTalk and ``!?…,.'-``.
 
-    ``keep_words`` are user-dictionary surfaces, left for OpenJTalk to read.
+    ``keep_words`` are user-dictionary surfaces, left for OpenJTalk to read;
+    ``ten_sound_change`` (the frontend's) gives 三十センチメートル its ジュッ.
     """
     text = fold_before_nfkc(text)
     text = unicodedata.normalize("NFKC", text)
     text = read_numbers(text)
     text = english.replace(text, keep_words)
+    if ten_sound_change is not None:
+        text = ten_sound_change.apply(text)
     text = _WAVE_DASH_RE.sub("ー", text)
     if log.isEnabledFor(logging.DEBUG):
         dropped = unreadable_characters(text).strip()

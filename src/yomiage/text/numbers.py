@@ -98,6 +98,12 @@ _ENGLISH_DIGITS = (
 _PAPER_SIZES = frozenset({"A", "B"})
 _SIGN_WORDS = {"-": "マイナス", "−": "マイナス", "+": "プラス", "±": "プラスマイナス"}
 _SIGNED_NUMBER_RE = re.compile(r"(?:(?<![0-9A-Za-z.])([\-−+±]))?(\d+)(?:\.(\d+))?")
+# A kanji or katakana right after a number starts its counter or unit (units
+# are already in katakana by then: 0.5mm → 0.5ミリメートル); the first end of
+# a range shares the counter of the second (0.5〜0.8倍, by then 0.5から0.8倍).
+_COUNTER_AFTER_RE = re.compile(
+    r"(?:から[\-−+]?\d+(?:\.\d+)?)?[\u3400-\u9fff\uf900-\ufaff\u30a1-\u30fa]"
+)
 
 
 def _time(match: re.Match[str]) -> str:
@@ -147,7 +153,8 @@ def _signed_number(match: re.Match[str]) -> str:
     sign, integer, fraction = match.groups()
     words = _SIGN_WORDS.get(sign, "") if sign else ""
     if fraction is not None:
-        return words + decimal_to_text(integer, fraction)
+        before_counter = _COUNTER_AFTER_RE.match(match.string, match.end()) is not None
+        return words + decimal_to_text(integer, fraction, before_counter=before_counter)
     return words + int_to_kanji(int(integer))
 
 

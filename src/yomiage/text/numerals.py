@@ -59,7 +59,14 @@ def digits_to_kana(digits: str, *, long_vowels: bool = False) -> str:
     return "".join(table[int(d)] for d in digits)
 
 
-def decimal_to_text(integer: str, fraction: str) -> str:
+def decimal_to_text(integer: str, fraction: str, *, before_counter: bool = False) -> str:
     """``3.14`` → ``三点イチヨン``: fraction digits in katakana so OpenJTalk
-    does not re-read ``一四`` as ``十四``."""
-    return f"{int_to_kanji(int(integer))}点{digits_to_kana(fraction)}"
+    does not re-read ``一四`` as ``十四``.
+
+    Below one before a counter or unit the zero is written 零 (レー): 0.5秒 is
+    レーテンゴビョー, as announcers say it. Alone (濃度は0.5, バージョン0.5)
+    it stays ゼロ, the everyday reading.
+    """
+    zero_is_rei = before_counter and int(integer) == 0
+    whole = "零" if zero_is_rei else int_to_kanji(int(integer))
+    return f"{whole}点{digits_to_kana(fraction)}"
