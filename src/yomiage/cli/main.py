@@ -22,9 +22,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"yomiage {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from yomiage.cli import convert, generate, serve, sources, text
+    from yomiage.cli import batch, convert, generate, serve, sources, text
 
-    for command in (generate, serve, text, convert, sources):
+    for command in (generate, batch, serve, text, convert, sources):
         command.register(sub)
 
     dev = sub.add_parser(

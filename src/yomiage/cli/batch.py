@@ -1,0 +1,115 @@
+"""``yomiage batch``: many texts (chapters, a JSONL corpus) to one audio file each.
+
+Resumable: an item whose audio is already in OUTDIR, made from the same text,
+voice and options, is skipped, so an interrupted job is finished by running
+the same command again. Worker processes each load the voices once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from yomiage.cli.engine_options import (
+    QUANTIZE,
+    add_engine_arguments,
+    add_synthesis_arguments,
+    voice_sources,
+)
+
+EXAMPLES = """examples:
+  yomiage batch book/ch*.txt --model ./my-voice -o audio/ --format flac
+  yomiage batch corpus.jsonl --voice jvnv-F1-jp --voice jvnv-M1-jp -o out/ --jobs 2
+  (corpus.jsonl: one {"id": "...", "text": "...", "voice"?: "...", "options"?: {...}} per line)
+"""
+FORMATS = ("wav", "flac", "ogg", "mp3")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser(
+        "batch",
+        help="read many texts aloud, one audio file each (resumable)",
+        description="Read text files (one item each) or JSONL files (one item per line) "
+        "aloud into OUTDIR/<id>.<format>.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt files and .jsonl files")
+    p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="where audio goes")
+    p.add_argument("--format", choices=FORMATS, default="wav", help="audio format (default wav)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        metavar="N",
+        help="worker processes, each with its own engine (default 1; threads are shared out)",
+    )
+    p.add_argument(
+        "--retries", type=int, default=1, metavar="N", help="retries of a failed item (default 1)"
+    )
+    p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
+    p.add_argument(
+        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging"
+    )
+    add_engine_arguments(p, many=True)
+    add_synthesis_arguments(p)
+    p.set_defaults(func=run)
+
+
+def job_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The synthesis flags given, as SynthesisOptions fields (checked by the workers)."""
+    from yomiage.options import OptionFields, SynthesisOptions
+
+    fields: dict[str, Any] = {}
+    for name in OptionFields.__annotations__:
+        value = getattr(args, name, None)
+        if value is not None:
+            fields[name] = value
+    if "speaker_id" in fields:
+        if not str(fields["speaker_id"]).isdigit():
+            raise ValueError("--speaker-id takes the speaker's number in a batch")
+        fields["speaker_id"] = int(fields["speaker_id"])
+    SynthesisOptions.from_fields(fields)  # ranges checked before any worker starts
+    return fields
+
+
+def run(args: argparse.Namespace) -> int:
+    from yomiage.batch import EngineSpec, OutputFolder, ProcessItemPool, read_items, run_job
+    from yomiage.cli.batch_progress import BatchProgress
+    from yomiage.runtime.cpu import physical_cores
+    from yomiage.text.frontend import default_user_dictionary_path
+
+    if args.jobs < 1 or args.retries < 0:
+        raise ValueError("--jobs must be at least 1 and --retries at least 0")
+    items = read_items(args.inputs)
+    threads = args.threads or max(1, physical_cores() // args.jobs)
+    spec = EngineSpec(
+        voices=tuple(voice_sources(args)),
+        fmt=args.format,
+        options=job_options(args),
+        device=args.device,
+        bert_source=args.bert,
+        threads=threads,
+        bert_precision=QUANTIZE[args.quantize],
+        decoder_precision=args.decoder,
+        cache_dir=args.cache_dir,
+        offline=args.offline,
+        user_dictionary=str(args.user_dict or default_user_dictionary_path()),
+    )
+    outputs = OutputFolder(args.output_dir, args.format)
+    progress = BatchProgress(len(items), quiet=args.quiet, tty=sys.stderr.isatty())
+    if not args.quiet:
+        print(
+            f"yomiage batch: {len(items)} items into {outputs.root} "
+            f"({args.jobs} worker(s) x {threads} thread(s); loading the voices first)",
+            file=sys.stderr,
+        )
+    pool = ProcessItemPool(spec, args.jobs)
+    try:
+        summary = run_job(items, outputs, spec, pool, retries=args.retries, on_event=progress)
+    finally:
+        progress.close()
+        pool.close()
+    progress.report(summary)
+    return 1 if summary.failed else 0

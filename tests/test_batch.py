@@ -1,0 +1,239 @@
+"""``yomiage batch``: inputs, resuming, retries, and the same audio as the library."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import wave
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.conftest import TEST_VOICES
+from yomiage import TTS
+from yomiage.batch import (
+    BatchInputError,
+    BatchItem,
+    EngineSpec,
+    Made,
+    OutputFolder,
+    ProcessItemPool,
+    WorkerStartError,
+    read_items,
+    run_job,
+)
+from yomiage.cli.main import main
+
+TINY = str(TEST_VOICES / "tiny")
+SPEC = EngineSpec(voices=(("tiny", TINY),), options={"seed": 7}, threads=1)
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text, "utf-8")
+    return path
+
+
+def _samples(path: Path) -> np.ndarray:
+    with wave.open(str(path)) as w:
+        return np.frombuffer(w.readframes(w.getnframes()), "<i2")
+
+
+def test_inputs_are_text_files_and_jsonl_lines(tmp_path: Path) -> None:
+    chapter = _write(tmp_path / "ch01.txt", "第一章。\n本文です。")
+    corpus = _write(tmp_path / "c.jsonl", '{"id": "a", "text": "はい。"}\n\n'
+                    '{"id": "b", "text": "いいえ。", "voice": "v2", "options": {"speed": 1.2}}\n')  # fmt: skip
+    items = read_items([chapter, corpus])
+    assert [i.id for i in items] == ["ch01", "a", "b"]
+    assert items[0].text.startswith("第一章") and items[2].voice == "v2"
+    assert items[2].options == {"speed": 1.2}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"id": "a"}', "has no text"),
+        ('{"id": "../x", "text": "はい"}', "names the output file"),
+        ('{"id": "a", "text": "はい", "options": {"speed": 99}}', "speed must be between"),
+        ('{"id": "a", "text": "はい", "options": {"sped": 1}}', "unknown option 'sped'"),
+        ('{"id": "a", "text": "はい", "colour": 1}', "unknown field 'colour'"),
+        ("[1, 2]", "must be a JSON object"),
+        ("{not json", "not JSON"),
+    ],
+)
+def test_a_bad_line_is_named_with_its_file_and_line(
+    tmp_path: Path, line: str, message: str
+) -> None:
+    corpus = _write(tmp_path / "c.jsonl", '{"id": "ok", "text": "はい。"}\n' + line + "\n")
+    with pytest.raises(BatchInputError, match=message) as caught:
+        read_items([corpus])
+    assert f"{corpus}:2" in str(caught.value)
+
+
+def test_duplicate_ids_and_missing_files_are_refused(tmp_path: Path) -> None:
+    a = _write(tmp_path / "x.txt", "はい。")
+    b = tmp_path / "sub"
+    b.mkdir()
+    with pytest.raises(BatchInputError, match="two items are called 'x'"):
+        read_items([a, _write(b / "x.txt", "いいえ。")])
+    with pytest.raises(BatchInputError, match="no such file"):
+        read_items([tmp_path / "missing.txt"])
+
+
+class FlakyPool:
+    """Threads standing in for workers: each item fails ``failures[id]`` times first
+    (``"crash"``: as if its worker process died)."""
+
+    broken = (OSError,)
+
+    def __init__(self, failures: dict[str, int], crash: str | None = None) -> None:
+        self.workers = 2
+        self.failures = dict(failures)
+        self.crash = crash
+        self.restarts = 0
+        self._threads = ThreadPoolExecutor(2)
+
+    def submit(self, item: BatchItem) -> Future[Made]:
+        def make() -> Made:
+            if self.failures.get(item.id, 0) > 0:
+                self.failures[item.id] -= 1
+                if item.id == self.crash:
+                    raise OSError("worker died")
+                raise RuntimeError(f"cannot make {item.id}")
+            return Made(item.id, b"RIFF" + item.text.encode(), 1.5)
+
+        return self._threads.submit(make)
+
+    def restart(self) -> None:
+        self.restarts += 1
+
+    def close(self) -> None:
+        self._threads.shutdown()
+
+
+def test_failed_items_are_retried_then_reported_never_dropped(tmp_path: Path) -> None:
+    items = [BatchItem(f"i{n}", f"text {n}") for n in range(5)]
+    pool = FlakyPool({"i1": 1, "i2": 5, "i3": 1}, crash="i3")
+    events: list[tuple[str, str]] = []
+    summary = run_job(items, OutputFolder(tmp_path, "wav"), SPEC, pool, retries=1,
+                      on_event=lambda e: events.append((e.item_id, e.status)))  # fmt: skip
+    assert (summary.made, summary.skipped) == (4, 0)
+    assert list(summary.failed) == ["i2"] and "cannot make i2" in summary.failed["i2"]
+    assert ("i1", "retrying") in events and ("i3", "retrying") in events
+    assert pool.restarts == 1  # the dead worker was replaced
+    assert sorted(p.name for p in tmp_path.glob("*.wav")) == [
+        "i0.wav",
+        "i1.wav",
+        "i3.wav",
+        "i4.wav",
+    ]
+    assert summary.audio_seconds == pytest.approx(6.0)
+
+
+def test_a_rerun_skips_what_is_done_and_remakes_what_changed(tmp_path: Path) -> None:
+    items = [BatchItem(f"i{n}", f"text {n}") for n in range(3)]
+    outputs = OutputFolder(tmp_path, "wav")
+    run_job(items, outputs, SPEC, FlakyPool({}))
+    (tmp_path / "i0.wav").unlink()
+    changed = [items[0], BatchItem("i1", "new text"), items[2]]
+    summary = run_job(changed, outputs, SPEC, FlakyPool({}))
+    assert (summary.made, summary.skipped) == (2, 1)
+    assert (tmp_path / "i1.wav").read_bytes() == b"RIFFnew text"
+    other_options = EngineSpec(SPEC.voices, options={"seed": 8})
+    assert run_job(changed, outputs, other_options, FlakyPool({})).made == 3
+
+
+def test_an_unknown_voice_stops_the_job_before_any_work(tmp_path: Path) -> None:
+    with pytest.raises(BatchInputError, match="asks for voice 'nobody'"):
+        run_job([BatchItem("a", "はい。", voice="nobody")], OutputFolder(tmp_path, "wav"),
+                SPEC, FlakyPool({}))  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def library_audio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, np.ndarray]]:
+    texts = {"ch1": "今日はいい天気ですね。散歩に行きましょう。", "ch2": "こんにちは。"}
+    with TTS(threads=1).load("tiny", source=TINY) as tts:
+        speaker = tts.prepare().speakers["tiny"]
+        out = tmp_path_factory.mktemp("lib")
+        audio = {}
+        for key, text in texts.items():
+            path = speaker.generate(text, seed=7).save(out / f"{key}.wav")
+            audio[key] = _samples(path)
+        yield audio
+
+
+def test_worker_processes_give_the_librarys_audio(
+    tmp_path: Path, library_audio: dict[str, np.ndarray]
+) -> None:
+    items = [BatchItem("ch1", "今日はいい天気ですね。散歩に行きましょう。"),
+             BatchItem("ch2", "こんにちは。")]  # fmt: skip
+    pool = ProcessItemPool(SPEC, 2)
+    try:
+        summary = run_job(items, OutputFolder(tmp_path, "wav"), SPEC, pool)
+    finally:
+        pool.close()
+    assert (summary.made, summary.failed) == (2, {})
+    for key, expected in library_audio.items():
+        got = _samples(tmp_path / f"{key}.wav")
+        assert len(got) == len(expected)
+        assert np.abs(got.astype(int) - expected).max() <= 1
+
+
+def test_a_worker_that_cannot_load_stops_the_job_with_the_reason(tmp_path: Path) -> None:
+    spec = EngineSpec(voices=(("gone", str(tmp_path / "no-such-voice")),), threads=1)
+    pool = ProcessItemPool(spec, 1)
+    try:
+        with pytest.raises(WorkerStartError, match="could not load the voices"):
+            run_job([BatchItem("a", "はい。")], OutputFolder(tmp_path / "out", "wav"), spec, pool)
+    finally:
+        pool.close()
+
+
+def test_cli_makes_resumes_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = [_write(tmp_path / f"ch{n}.txt", f"第{n}章。はい、そうです。") for n in (1, 2)]
+    corpus = _write(tmp_path / "more.jsonl", '{"id": "x", "text": "いいえ。"}\n')
+    args = [str(p) for p in (*inputs, corpus)] + ["--model", TINY, "-o", str(tmp_path / "out"),
+                                                  "--seed", "3", "--threads", "1"]  # fmt: skip
+    assert main(["batch", *args]) == 0
+    err = capsys.readouterr().err
+    assert "3 items: 3 made, 0 already done, 0 failed" in err and "[3/3]" in err
+    assert main(["batch", *args, "--format", "flac"]) == 0  # another format: made again
+    assert main(["batch", *args]) == 0
+    assert "0 made, 3 already done" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.wav")) == [
+        "ch1.wav", "ch2.wav", "x.wav",
+    ]  # fmt: skip
+    bad = _write(tmp_path / "bad.jsonl", '{"id": "y"}\n')
+    assert main(["batch", str(bad), "--model", TINY, "-o", str(tmp_path / "out")]) == 1
+    assert f"{bad}:1: item 'y' has no text" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_an_interrupted_job_resumes_without_half_files(tmp_path: Path) -> None:
+    """Killed mid-job (SIGKILL: no cleanup at all), the next run finishes it."""
+    texts = [_write(tmp_path / f"ch{n:02d}.txt", "今日はいい天気ですね。" * 6) for n in range(8)]
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "yomiage", "batch", *map(str, texts), "--model", TINY,
+               "-o", str(out), "--seed", "1", "--threads", "1"]  # fmt: skip
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list((out / ".yomiage-batch").glob("*.json")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    done_before = list((out / ".yomiage-batch").glob("*.json"))
+    assert 0 < len(done_before) < 8
+    for path in out.glob("*.wav"):  # whatever has its final name is whole
+        assert len(_samples(path)) > 0
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert f"{len(done_before)} already done" in finished.stderr
+    assert len(list(out.glob("*.wav"))) == 8
+    records = [json.loads(p.read_text()) for p in (out / ".yomiage-batch").glob("*.json")]
+    assert all(r["seconds"] > 0 for r in records)
