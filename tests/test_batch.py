@@ -237,3 +237,13 @@ def test_an_interrupted_job_resumes_without_half_files(tmp_path: Path) -> None:
     assert len(list(out.glob("*.wav"))) == 8
     records = [json.loads(p.read_text()) for p in (out / ".yomiage-batch").glob("*.json")]
     assert all(r["seconds"] > 0 for r in records)
+
+
+def test_ray_without_the_extra_says_which_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if not installed
+    chapter = _write(tmp_path / "ch1.txt", "はい。")
+    assert main(["batch", str(chapter), "--model", TINY, "-o", str(tmp_path), "--ray"]) == 1
+    assert "pip install 'yomiage[ray]'" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.wav"))

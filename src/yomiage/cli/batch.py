@@ -21,6 +21,7 @@ from yomiage.cli.engine_options import (
 EXAMPLES = """examples:
   yomiage batch book/ch*.txt --model ./my-voice -o audio/ --format flac
   yomiage batch corpus.jsonl --voice jvnv-F1-jp --voice jvnv-M1-jp -o out/ --jobs 2
+  yomiage batch book/*.txt --model hf://owner/repo/voice -o /shared/audio --ray auto --jobs 16
   (corpus.jsonl: one {"id": "...", "text": "...", "voice"?: "...", "options"?: {...}} per line)
 """
 FORMATS = ("wav", "flac", "ogg", "mp3")
@@ -47,6 +48,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument(
         "--retries", type=int, default=1, metavar="N", help="retries of a failed item (default 1)"
+    )
+    p.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        metavar="ADDRESS",
+        help="run the --jobs workers as actors on a Ray cluster: ADDRESS (auto, "
+        "ray://head:10001), or a new local one when left out (needs yomiage[ray])",
     )
     p.add_argument("-q", "--quiet", action="store_true", help="print nothing but errors")
     p.add_argument(
@@ -75,7 +84,14 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from yomiage.batch import EngineSpec, OutputFolder, ProcessItemPool, read_items, run_job
+    from yomiage.batch import (
+        EngineSpec,
+        ItemPool,
+        OutputFolder,
+        ProcessItemPool,
+        read_items,
+        run_job,
+    )
     from yomiage.cli.batch_progress import BatchProgress
     from yomiage.runtime.cpu import physical_cores
     from yomiage.text.frontend import default_user_dictionary_path
@@ -97,6 +113,10 @@ def run(args: argparse.Namespace) -> int:
         offline=args.offline,
         user_dictionary=str(args.user_dict or default_user_dictionary_path()),
     )
+    if args.ray is not None:
+        from yomiage.batch.on_ray import import_ray
+
+        import_ray()  # says which extra to install before anything else happens
     outputs = OutputFolder(args.output_dir, args.format)
     progress = BatchProgress(len(items), quiet=args.quiet, tty=sys.stderr.isatty())
     if not args.quiet:
@@ -105,7 +125,12 @@ def run(args: argparse.Namespace) -> int:
             f"({args.jobs} worker(s) x {threads} thread(s); loading the voices first)",
             file=sys.stderr,
         )
-    pool = ProcessItemPool(spec, args.jobs)
+    if args.ray is not None:
+        from yomiage.batch.on_ray import RayItemPool
+
+        pool: ItemPool = RayItemPool(spec, args.jobs, args.ray or None)
+    else:
+        pool = ProcessItemPool(spec, args.jobs)
     try:
         summary = run_job(items, outputs, spec, pool, retries=args.retries, on_event=progress)
     finally:

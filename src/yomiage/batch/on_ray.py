@@ -1,0 +1,80 @@
+"""Batch workers on a Ray cluster: one actor per worker, each holding one engine.
+
+The job loop (:func:`yomiage.batch.run_job`) is the same as on this machine;
+only the pool differs. Each actor asks Ray for as many CPUs as its engine has
+threads, so Ray places as many engines on a node as it has cores for. An actor
+whose process dies is restarted by Ray (its item fails and is retried by the
+job). Every node needs yomiage installed and the voices' sources readable
+(``hf://``, ``s3://``, or a path every node has); each node downloads them
+once into its own cache.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from typing import Any
+
+from yomiage.batch.items import BatchItem
+from yomiage.batch.outputs import Made
+from yomiage.batch.worker import EngineSpec, ItemSynthesizer
+from yomiage.errors import MissingExtraError
+
+ACTOR_RESTARTS = 3  # per actor: a voice that kills its process every time stops the job
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise MissingExtraError("running a batch on Ray", "ray", "ray") from None
+    return ray
+
+
+class RayItemPool:
+    """``workers`` actors on the cluster at ``address`` (None: Ray's default, a new
+    local cluster unless ``RAY_ADDRESS`` names one; ``"auto"``: the cluster started
+    on this machine with ``ray start``)."""
+
+    def __init__(self, spec: EngineSpec, workers: int, address: str | None = None) -> None:
+        if workers < 1:
+            raise ValueError("a batch needs at least one worker")
+        ray = import_ray()
+        self._ray = ray
+        self._started_ray = not ray.is_initialized()
+        if self._started_ray:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False)
+        self.workers = workers
+        self.broken: tuple[type[BaseException], ...] = (
+            ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+        )  # fmt: skip
+        actor = ray.remote(
+            num_cpus=spec.threads or 1, max_restarts=ACTOR_RESTARTS, max_task_retries=0
+        )(ItemSynthesizer)
+        self._actors = [actor.remote(spec) for _ in range(workers)]
+        self._free = list(self._actors)
+        self._lock = threading.Lock()
+
+    def submit(self, item: BatchItem) -> Future[Made]:
+        with self._lock:
+            if not self._free:
+                raise RuntimeError("more items in flight than workers")
+            actor = self._free.pop()
+        future: Future[Made] = actor.make.remote(item).future()
+
+        def release(_: Future[Made]) -> None:
+            with self._lock:
+                self._free.append(actor)
+
+        future.add_done_callback(release)
+        return future
+
+    def restart(self) -> None:
+        """Nothing to do: Ray restarts an actor whose process died."""
+
+    def close(self) -> None:
+        for actor in self._actors:
+            self._ray.kill(actor)
+        self._actors, self._free = [], []
+        if self._started_ray:
+            self._ray.shutdown()
