@@ -247,3 +247,22 @@ def test_ray_without_the_extra_says_which_to_install(
     assert main(["batch", str(chapter), "--model", TINY, "-o", str(tmp_path), "--ray"]) == 1
     assert "pip install 'yomiage[ray]'" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.wav"))
+
+
+def test_the_bar_counts_items_audio_and_names_failures() -> None:
+    import io
+
+    from yomiage.batch import BatchSummary, Event
+    from yomiage.cli.batch_progress import BatchProgress
+
+    out = io.StringIO()
+    bar = BatchProgress(4, quiet=False, tty=True, out=out)
+    summary = BatchSummary(items=4, made=1, audio_seconds=90.0)
+    bar(Event("ch1", "made", 90.0, summary))
+    summary.failed["ch2"] = "RuntimeError: boom"
+    bar(Event("ch2", "failed", 0.0, summary, "RuntimeError: boom"))
+    bar.close()
+    bar.report(summary)
+    text = out.getvalue()
+    assert "[#######" in text and "1/4 items" in text and "1.5 min of audio" in text
+    assert "ch2: failed: RuntimeError: boom" in text and "failed: ch2: RuntimeError: boom" in text
