@@ -69,7 +69,12 @@ class ChunkPump:
     async def aclose(self) -> None:
         self._source.cancel()
         loop = asyncio.get_running_loop()
-        closing = loop.run_in_executor(self._executor, self._source.close)
+        try:
+            closing = loop.run_in_executor(self._executor, self._source.close)
+        except RuntimeError:
+            # A forced stop: the server's threads were shut down before this request
+            # was cancelled (the order depends on the event loop; uvloop does it so).
+            closing = asyncio.ensure_future(asyncio.to_thread(self._source.close))
         try:
             await asyncio.shield(closing)
         except asyncio.CancelledError:
