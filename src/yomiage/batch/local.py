@@ -8,7 +8,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 from yomiage.batch.items import BatchItem
 from yomiage.batch.outputs import Made
-from yomiage.batch.worker import EngineSpec, ItemSynthesizer
+from yomiage.batch.worker import EngineSpec, ItemSynthesizer, WorkerStartError
 
 # The engine of this worker process (set by the pool's initializer; each process
 # has its own, and the driver process never sets it).
@@ -21,7 +21,8 @@ def _start(spec: EngineSpec) -> None:
 
 
 def _make(item: BatchItem) -> Made:
-    assert _synthesizer is not None, "the pool's initializer builds the engine first"
+    if _synthesizer is None:  # the pool's initializer builds it before any item
+        raise WorkerStartError("this worker process has no engine (its start was skipped)")
     return _synthesizer.make(item)
 
 

@@ -15,6 +15,7 @@ from yomiage.cli.engine_options import (
     QUANTIZE,
     add_engine_arguments,
     add_synthesis_arguments,
+    option_fields,
     voice_sources,
 )
 
@@ -68,13 +69,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def job_options(args: argparse.Namespace) -> dict[str, Any]:
     """The synthesis flags given, as SynthesisOptions fields (checked by the workers)."""
-    from yomiage.options import OptionFields, SynthesisOptions
+    from yomiage.options import SynthesisOptions
 
-    fields: dict[str, Any] = {}
-    for name in OptionFields.__annotations__:
-        value = getattr(args, name, None)
-        if value is not None:
-            fields[name] = value
+    fields = option_fields(args)
     if "speaker_id" in fields:
         if not str(fields["speaker_id"]).isdigit():
             raise ValueError("--speaker-id takes the speaker's number in a batch")

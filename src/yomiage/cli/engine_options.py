@@ -110,16 +110,17 @@ def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
 def synthesis_options(args: argparse.Namespace, speaker: Speaker) -> SynthesisOptions:
     """The flags given (others keep the API's defaults) as one options object, checked
     for ``speaker``: OptionError names the flag's field."""
-    fields: dict[str, Any] = {}
-    for name in OptionFields.__annotations__:
-        if name == "speaker_id":  # a number or a name: resolved below
-            continue
-        value = getattr(args, name, None)
-        if value is not None:
-            fields[name] = value
+    fields = option_fields(args)
+    fields.pop("speaker_id", None)  # a number or a name: resolved below
     if args.speaker_id is not None:
         fields["speaker_id"] = speaker_number(args.speaker_id, speaker)
     return speaker.options(SynthesisOptions.from_fields(fields))
+
+
+def option_fields(args: argparse.Namespace) -> dict[str, Any]:
+    """The synthesis flags given, by SynthesisOptions field name (others left out)."""
+    fields = {name: getattr(args, name, None) for name in OptionFields.__annotations__}
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 def speaker_number(value: str, speaker: Speaker) -> int:
