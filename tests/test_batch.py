@@ -21,7 +21,7 @@ from yomiage import TTS
 from yomiage.batch import (
     BatchInputError,
     BatchItem,
-    EngineSpec,
+    BatchSpec,
     Made,
     OutputFolder,
     ProcessItemPool,
@@ -30,9 +30,10 @@ from yomiage.batch import (
     run_job,
 )
 from yomiage.cli.main import main
+from yomiage.engine_spec import EngineSpec
 
 TINY = str(TEST_VOICES / "tiny")
-SPEC = EngineSpec(voices=(("tiny", TINY),), options={"seed": 7}, threads=1)
+SPEC = BatchSpec(EngineSpec(voices=(("tiny", TINY),), threads=1), options={"seed": 7})
 
 
 def _write(path: Path, text: str) -> Path:
@@ -145,7 +146,7 @@ def test_a_rerun_skips_what_is_done_and_remakes_what_changed(tmp_path: Path) -> 
     summary = run_job(changed, outputs, SPEC, FlakyPool({}))
     assert (summary.made, summary.skipped) == (2, 1)
     assert (tmp_path / "i1.wav").read_bytes() == b"RIFFnew text"
-    other_options = EngineSpec(SPEC.voices, options={"seed": 8})
+    other_options = BatchSpec(SPEC.engine, options={"seed": 8})
     assert run_job(changed, outputs, other_options, FlakyPool({})).made == 3
 
 
@@ -186,7 +187,7 @@ def test_worker_processes_give_the_librarys_audio(
 
 
 def test_a_worker_that_cannot_load_stops_the_job_with_the_reason(tmp_path: Path) -> None:
-    spec = EngineSpec(voices=(("gone", str(tmp_path / "no-such-voice")),), threads=1)
+    spec = BatchSpec(EngineSpec(voices=(("gone", str(tmp_path / "no-such-voice")),), threads=1))
     pool = ProcessItemPool(spec, 1)
     try:
         with pytest.raises(WorkerStartError, match="could not load the voices"):

@@ -13,14 +13,15 @@ ray = pytest.importorskip("ray")
 
 from tests.conftest import TEST_VOICES  # noqa: E402
 from yomiage import TTS  # noqa: E402
-from yomiage.batch import BatchItem, EngineSpec, Event, OutputFolder, run_job  # noqa: E402
+from yomiage.batch import BatchItem, BatchSpec, Event, OutputFolder, run_job  # noqa: E402
 from yomiage.batch.on_ray import RayItemPool  # noqa: E402
 from yomiage.cli.main import main  # noqa: E402
+from yomiage.engine_spec import EngineSpec  # noqa: E402
 
 pytestmark = pytest.mark.ray
 
 TINY = str(TEST_VOICES / "tiny")
-SPEC = EngineSpec(voices=(("tiny", TINY),), options={"seed": 7}, threads=1)
+SPEC = BatchSpec(EngineSpec(voices=(("tiny", TINY),), threads=1), options={"seed": 7})
 SHORT = "こんにちは。"
 LONG = "今日はいい天気ですね。散歩に行きましょう。" * 4
 

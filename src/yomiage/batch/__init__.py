@@ -5,10 +5,20 @@ from yomiage.batch.items import BatchInputError, BatchItem, read_items
 from yomiage.batch.job import BatchSummary, Event, ItemPool, run_job
 from yomiage.batch.local import ProcessItemPool
 from yomiage.batch.outputs import Made, OutputFolder
-from yomiage.batch.worker import EngineSpec, ItemSynthesizer, WorkerStartError
+from yomiage.batch.worker import BatchSpec, ItemSynthesizer, WorkerStartError
 
 __all__ = [
-    "BatchInputError", "BatchItem", "BatchSummary", "EngineSpec", "Event", "ItemPool",
-    "ItemSynthesizer", "Made", "OutputFolder", "ProcessItemPool", "WorkerStartError",
-    "read_items", "run_job",
+    "BatchInputError",
+    "BatchItem",
+    "BatchSpec",
+    "BatchSummary",
+    "Event",
+    "ItemPool",
+    "ItemSynthesizer",
+    "Made",
+    "OutputFolder",
+    "ProcessItemPool",
+    "WorkerStartError",
+    "read_items",
+    "run_job",
 ]  # fmt: skip

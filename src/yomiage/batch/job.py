@@ -17,7 +17,7 @@ from typing import Protocol
 
 from yomiage.batch.items import BatchInputError, BatchItem
 from yomiage.batch.outputs import Made, OutputFolder
-from yomiage.batch.worker import EngineSpec, WorkerStartError
+from yomiage.batch.worker import BatchSpec, WorkerStartError
 
 
 class ItemPool(Protocol):
@@ -62,7 +62,7 @@ class Event:
 def run_job(
     items: Sequence[BatchItem],
     outputs: OutputFolder,
-    spec: EngineSpec,
+    spec: BatchSpec,
     pool: ItemPool,
     *,
     retries: int = 1,

@@ -8,14 +8,14 @@ from concurrent.futures.process import BrokenProcessPool
 
 from yomiage.batch.items import BatchItem
 from yomiage.batch.outputs import Made
-from yomiage.batch.worker import EngineSpec, ItemSynthesizer, WorkerStartError
+from yomiage.batch.worker import BatchSpec, ItemSynthesizer, WorkerStartError
 
 # The engine of this worker process (set by the pool's initializer; each process
 # has its own, and the driver process never sets it).
 _synthesizer: ItemSynthesizer | None = None
 
 
-def _start(spec: EngineSpec) -> None:
+def _start(spec: BatchSpec) -> None:
     global _synthesizer
     _synthesizer = ItemSynthesizer(spec)
 
@@ -32,7 +32,7 @@ class ProcessItemPool:
 
     broken: tuple[type[BaseException], ...] = (BrokenProcessPool,)
 
-    def __init__(self, spec: EngineSpec, workers: int) -> None:
+    def __init__(self, spec: BatchSpec, workers: int) -> None:
         if workers < 1:
             raise ValueError("a batch needs at least one worker")
         self.spec = spec

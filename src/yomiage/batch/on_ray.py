@@ -17,7 +17,7 @@ from typing import Any
 
 from yomiage.batch.items import BatchItem
 from yomiage.batch.outputs import Made
-from yomiage.batch.worker import EngineSpec, ItemSynthesizer
+from yomiage.batch.worker import BatchSpec, ItemSynthesizer
 from yomiage.errors import MissingExtraError
 
 ACTOR_RESTARTS = 3  # per actor: a voice that kills its process every time stops the job
@@ -36,7 +36,7 @@ class RayItemPool:
     local cluster unless ``RAY_ADDRESS`` names one; ``"auto"``: the cluster started
     on this machine with ``ray start``)."""
 
-    def __init__(self, spec: EngineSpec, workers: int, address: str | None = None) -> None:
+    def __init__(self, spec: BatchSpec, workers: int, address: str | None = None) -> None:
         if workers < 1:
             raise ValueError("a batch needs at least one worker")
         ray = import_ray()
@@ -49,7 +49,7 @@ class RayItemPool:
             ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
         )  # fmt: skip
         actor = ray.remote(
-            num_cpus=spec.threads or 1, max_restarts=ACTOR_RESTARTS, max_task_retries=0
+            num_cpus=spec.engine.threads or 1, max_restarts=ACTOR_RESTARTS, max_task_retries=0
         )(ItemSynthesizer)
         self._actors = [actor.remote(spec) for _ in range(workers)]
         self._free = list(self._actors)

@@ -1,8 +1,8 @@
 """The engine a batch worker holds: built once per worker process, used for many items.
 
-:class:`EngineSpec` is plain data (it crosses to worker processes and, later,
-to other machines), and :class:`ItemSynthesizer` is what each worker builds
-from it: one ``TTS`` with the job's voices, and the item-to-audio step.
+:class:`BatchSpec` is plain data (it crosses to worker processes and to other
+machines), and :class:`ItemSynthesizer` is what each worker builds from it:
+one ``TTS`` with the job's voices, and the item-to-audio step.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.batch.items import BatchInputError, BatchItem
 from yomiage.batch.outputs import Made
+from yomiage.engine_spec import EngineSpec
 from yomiage.errors import YomiageError
 from yomiage.options import SynthesisOptions
 
@@ -25,59 +26,27 @@ class WorkerStartError(YomiageError, RuntimeError):
 
 
 @dataclass(frozen=True)
-class EngineSpec:
-    """How to build a worker's engine, and the job's synthesis options and format.
+class BatchSpec:
+    """What every worker of a job builds and makes: its engine, the synthesis options
+    every item starts from (an item's own override them) and the audio format.
+    The first of the engine's voices reads items that name none."""
 
-    ``voices``: ``(name, source)`` pairs (source None: a catalog name), the first
-    being the voice of items that name none. ``options``: SynthesisOptions fields
-    every item starts from (an item's own override them)."""
-
-    voices: tuple[tuple[str, str | None], ...]
+    engine: EngineSpec
     fmt: str = "wav"
     options: Mapping[str, Any] = field(default_factory=dict)
-    device: str = "cpu"
-    bert_source: str | None = None
-    threads: int | None = None
-    bert_precision: str = "q8"
-    decoder_precision: str = "auto"
-    cache_dir: str | None = None
-    offline: bool = False
-    user_dictionary: str | None = None
 
     @property
     def voice_names(self) -> tuple[str, ...]:
-        return tuple(name for name, _ in self.voices)
-
-    def build(self) -> TTS:
-        """The engine, loaded and warmed (raises what loading raises)."""
-        from yomiage.engine import TTS
-
-        tts = TTS(
-            self.device,
-            cache_dir=self.cache_dir,
-            bert_source=self.bert_source,
-            threads=self.threads,
-            bert_precision=self.bert_precision,
-            user_dictionary=self.user_dictionary,
-            offline=True if self.offline else None,
-            decoder_precision=self.decoder_precision,
-        )
-        try:
-            for name, source in self.voices:
-                tts.load(name, source=source)
-            return tts.prepare()
-        except BaseException:
-            tts.close()
-            raise
+        return self.engine.voice_names
 
 
 class ItemSynthesizer:
     """One engine and the step from an item to its encoded audio."""
 
-    def __init__(self, spec: EngineSpec) -> None:
+    def __init__(self, spec: BatchSpec) -> None:
         self.spec = spec
         try:
-            self.tts: TTS | None = spec.build()
+            self.tts: TTS | None = spec.engine.build()
             self.problem: str | None = None
         except Exception as exc:  # reported on the first item, so the driver stops the job
             self.tts = None

@@ -12,11 +12,10 @@ import sys
 from typing import Any
 
 from yomiage.cli.engine_options import (
-    QUANTIZE,
     add_engine_arguments,
     add_synthesis_arguments,
+    engine_spec,
     option_fields,
-    voice_sources,
 )
 
 EXAMPLES = """examples:
@@ -82,7 +81,7 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
 
 def run(args: argparse.Namespace) -> int:
     from yomiage.batch import (
-        EngineSpec,
+        BatchSpec,
         ItemPool,
         OutputFolder,
         ProcessItemPool,
@@ -91,25 +90,12 @@ def run(args: argparse.Namespace) -> int:
     )
     from yomiage.cli.batch_progress import BatchProgress
     from yomiage.runtime.cpu import physical_cores
-    from yomiage.text.frontend import default_user_dictionary_path
 
     if args.jobs < 1 or args.retries < 0:
         raise ValueError("--jobs must be at least 1 and --retries at least 0")
     items = read_items(args.inputs)
     threads = args.threads or max(1, physical_cores() // args.jobs)
-    spec = EngineSpec(
-        voices=tuple(voice_sources(args)),
-        fmt=args.format,
-        options=job_options(args),
-        device=args.device,
-        bert_source=args.bert,
-        threads=threads,
-        bert_precision=QUANTIZE[args.quantize],
-        decoder_precision=args.decoder,
-        cache_dir=args.cache_dir,
-        offline=args.offline,
-        user_dictionary=str(args.user_dict or default_user_dictionary_path()),
-    )
+    spec = BatchSpec(engine_spec(args, threads=threads), fmt=args.format, options=job_options(args))
     if args.ray is not None:
         from yomiage.batch.on_ray import import_ray
 

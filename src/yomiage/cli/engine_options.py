@@ -8,9 +8,9 @@ module level: ``generate`` must start fast.
 from __future__ import annotations
 
 import argparse
-import re
 from typing import TYPE_CHECKING, Any
 
+from yomiage.engine_spec import EngineSpec, VoiceSource, parse_voices
 from yomiage.errors import OptionError
 from yomiage.options import OptionFields, SynthesisOptions
 from yomiage.runtime.placement import DECODER_PRECISIONS
@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from yomiage.speaker import Speaker
 
 QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
-_NAME = re.compile(r"^[\w.-]+$")
 _DEFAULTS = SynthesisOptions()
 
 
@@ -133,58 +132,35 @@ def speaker_number(value: str, speaker: Speaker) -> int:
         raise OptionError("speaker_id", f"unknown speaker {value!r}; speakers: {known}") from None
 
 
-def voice_sources(args: argparse.Namespace) -> list[tuple[str, str | None]]:
+def voice_sources(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
     """``(name, source)`` pairs from ``--voice`` and ``--model`` (source None: catalog name)."""
     names = args.voice or []
     models = args.model or []
     names = [names] if isinstance(names, str) else names
     models = [models] if isinstance(models, str) else models
-    out: list[tuple[str, str | None]] = [(n, None) for n in names]
-    for model in models:
-        name, sep, source = model.partition("=")
-        if not sep or not _NAME.match(name):
-            name, source = model_name(model), model
-        out.append((name, source))
-    if not out:
-        raise ValueError("name a voice: --voice NAME (see `yomiage voices`) or --model SOURCE")
-    seen = set()
-    for name, _ in out:
-        if name in seen:
-            raise ValueError(f"two voices are called {name!r}; use --model NAME=SOURCE")
-        seen.add(name)
-    return out
+    return parse_voices(names, models)
 
 
-def model_name(source: str) -> str:
-    """A voice name for a source: its last path part (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``;
-    ``voices/mine.aivmx`` → ``mine``)."""
-    path = source.split("://", 1)[-1].split("@", 1)[0].rstrip("/\\")
-    last = re.split(r"[/\\]", path)[-1]
-    if last.lower().endswith(".aivmx"):
-        last = last[: -len(".aivmx")]
-    return last or "voice"
+def engine_spec(
+    args: argparse.Namespace, *, threads: int | None = None, limits: Limits | None = None
+) -> EngineSpec:
+    """The engine the flags describe (``threads`` overrides ``--threads``)."""
+    from yomiage.text.frontend import default_user_dictionary_path
+
+    return EngineSpec(
+        voices=voice_sources(args),
+        device=args.device,
+        bert_source=args.bert,
+        threads=threads or args.threads,
+        bert_precision=QUANTIZE[args.quantize],
+        decoder_precision=args.decoder,
+        cache_dir=args.cache_dir,
+        offline=args.offline,
+        user_dictionary=str(args.user_dict or default_user_dictionary_path()),
+        limits=limits,
+    )
 
 
 def make_tts(args: argparse.Namespace, *, limits: Limits | None = None) -> TTS:
     """An engine with the voices of the flags declared (not prepared yet)."""
-    from yomiage.engine import TTS
-    from yomiage.text.frontend import default_user_dictionary_path
-
-    tts = TTS(
-        args.device,
-        limits=limits,
-        cache_dir=args.cache_dir,
-        bert_source=args.bert,
-        threads=args.threads,
-        bert_precision=QUANTIZE[args.quantize],
-        user_dictionary=args.user_dict or default_user_dictionary_path(),
-        offline=True if args.offline else None,
-        decoder_precision=args.decoder,
-    )
-    try:
-        for name, source in voice_sources(args):
-            tts.load(name, source=source)
-    except BaseException:
-        tts.close()
-        raise
-    return tts
+    return engine_spec(args, limits=limits).declare()

@@ -205,20 +205,13 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
     Warming up here, before the port opens, means a worker restarted after a
     crash is warm too before it takes requests.
     """
-    from yomiage.cli.engine_options import make_tts
+    from yomiage.cli.engine_options import engine_spec
     from yomiage.limits import Limits
-    from yomiage.server.service import LocalService
+    from yomiage.server.service import warmed_service
 
     args = argparse.Namespace(**flags)
-    tts = make_tts(args, limits=Limits(max_request_seconds=args.max_audio_seconds))
-    try:
-        service = LocalService(tts.prepare())
-        for voice in [] if args.no_warmup else service.voices:
-            service.warm(voice)
-    except BaseException:
-        tts.close()
-        raise
-    return service
+    spec = engine_spec(args, limits=Limits(max_request_seconds=args.max_audio_seconds))
+    return warmed_service(spec, warm=not args.no_warmup)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -19,6 +19,7 @@ from typing import Protocol
 
 from yomiage.audio import Audio, AudioChunk
 from yomiage.engine import TTS, WARMUP_TEXT
+from yomiage.engine_spec import EngineSpec
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import VoiceCredits
 from yomiage.server.encoding import OutputFormat, encode_whole
@@ -208,3 +209,19 @@ class LocalService:
 
     def close(self) -> None:
         """Nothing to do: the caller owns the engine."""
+
+
+def warmed_service(spec: EngineSpec, *, warm: bool = True) -> LocalService:
+    """The engine of ``spec`` prepared and, unless ``warm`` is false, warmed with one
+    sentence per voice: what the server's worker process and each Ray replica run
+    before they take a request, so the first client never pays for loading. The
+    caller closes ``service.tts``; on a failure nothing is left open."""
+    tts = spec.build()
+    try:
+        service = LocalService(tts)
+        for voice in service.voices if warm else ():
+            service.warm(voice)
+    except BaseException:
+        tts.close()
+        raise
+    return service

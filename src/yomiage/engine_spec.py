@@ -1,0 +1,109 @@
+"""How to build an engine, as plain data: the one recipe every way of running yomiage shares.
+
+``yomiage generate``/``serve`` build their engine from flags, batch workers
+from a spec pickled into another process or onto a Ray node, and a Ray Serve
+replica from its deployment's arguments. All of them go through
+:class:`EngineSpec`, so a flag means the same engine everywhere and a new
+engine setting is added in one place.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from yomiage.limits import Limits
+
+if TYPE_CHECKING:
+    from yomiage.engine import TTS
+
+VoiceSource = tuple[str, str | None]  # (name, source); source None: a catalog name
+_NAME = re.compile(r"^[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class EngineSpec:
+    """An engine's settings and voices (the arguments of :class:`~yomiage.TTS` and its
+    :meth:`~yomiage.TTS.load` calls). Picklable: it crosses processes and machines."""
+
+    voices: tuple[VoiceSource, ...]
+    device: str = "cpu"
+    bert_source: str | None = None
+    threads: int | None = None
+    bert_precision: str = "q8"
+    decoder_precision: str = "auto"
+    cache_dir: str | None = None
+    offline: bool = False
+    user_dictionary: str | None = None
+    limits: Limits | None = None
+
+    def __post_init__(self) -> None:
+        if not self.voices:
+            raise ValueError("an engine needs at least one voice")
+
+    @property
+    def voice_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.voices)
+
+    def declare(self) -> TTS:
+        """The engine with its voices declared, nothing loaded yet (``prepare()`` loads)."""
+        from yomiage.engine import TTS
+
+        tts = TTS(
+            self.device,
+            limits=self.limits,
+            cache_dir=self.cache_dir,
+            bert_source=self.bert_source,
+            threads=self.threads,
+            bert_precision=self.bert_precision,
+            user_dictionary=self.user_dictionary,
+            offline=True if self.offline else None,
+            decoder_precision=self.decoder_precision,
+        )
+        try:
+            for name, source in self.voices:
+                tts.load(name, source=source)
+        except BaseException:
+            tts.close()
+            raise
+        return tts
+
+    def build(self) -> TTS:
+        """The engine, loaded and prepared (raises what loading raises, leaving nothing open)."""
+        tts = self.declare()
+        try:
+            return tts.prepare()
+        except BaseException:
+            tts.close()
+            raise
+
+
+def parse_voices(names: Iterable[str] = (), models: Iterable[str] = ()) -> tuple[VoiceSource, ...]:
+    """``(name, source)`` pairs from catalog names and ``[NAME=]SOURCE`` models (the
+    ``--voice``/``--model`` syntax); raises ValueError for none or a name used twice."""
+    out: list[VoiceSource] = [(n, None) for n in names]
+    for model in models:
+        name, sep, source = model.partition("=")
+        if not sep or not _NAME.match(name):
+            name, source = model_name(model), model
+        out.append((name, source))
+    if not out:
+        raise ValueError("name a voice: --voice NAME (see `yomiage voices`) or --model SOURCE")
+    seen = set()
+    for name, _ in out:
+        if name in seen:
+            raise ValueError(f"two voices are called {name!r}; use --model NAME=SOURCE")
+        seen.add(name)
+    return tuple(out)
+
+
+def model_name(source: str) -> str:
+    """A voice name for a source: its last path part (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``;
+    ``voices/mine.aivmx`` → ``mine``)."""
+    path = source.split("://", 1)[-1].split("@", 1)[0].rstrip("/\\")
+    last = re.split(r"[/\\]", path)[-1]
+    if last.lower().endswith(".aivmx"):
+        last = last[: -len(".aivmx")]
+    return last or "voice"
