@@ -89,3 +89,31 @@ def test_commands_that_need_nothing_from_outside_run(tmp_path: Path) -> None:
             [sys.executable, "-m", "yomiage", *args], capture_output=True, text=True, timeout=120
         )
         assert run.returncode == 0, (args, run.stderr)
+
+
+def test_kuberay_manifest_deploys_the_documented_serve_config() -> None:
+    """docs/scale.md's RayService carries the same application as its serve config (the
+    serve config itself is deployed in test_ray_serve.py)."""
+    yaml = pytest.importorskip("yaml")
+    blocks = dict(
+        (block.splitlines()[0], yaml.safe_load(block))
+        for name, block in _blocks("yaml")
+        if name == "scale.md"
+    )
+    config = next(v for k, v in blocks.items() if k.startswith("# serve config"))
+    manifest = blocks["# KubeRay RayService"]
+    assert (manifest["apiVersion"], manifest["kind"]) == ("ray.io/v1", "RayService")
+    served = yaml.safe_load(manifest["spec"]["serveConfigV2"])
+    assert served["applications"] == config["applications"]
+    (app,) = config["applications"]
+    assert app["import_path"] == "yomiage.ray:app"
+    pytest.importorskip("ray.serve")
+    from yomiage.ray.app_args import AppArgs
+
+    AppArgs.model_validate(app["args"])  # the arguments are valid as written
+    cluster = manifest["spec"]["rayClusterConfig"]
+    assert cluster["headGroupSpec"]["rayStartParams"]["num-cpus"] == "0"
+    (workers,) = cluster["workerGroupSpecs"]
+    (container,) = workers["template"]["spec"]["containers"]
+    cpus = int(container["resources"]["requests"]["cpu"])
+    assert cpus % app["args"]["threads"] == 0, "a worker pod holds whole replicas"

@@ -231,6 +231,11 @@ class TTS:
                 self._frontend.close()
                 self._frontend = None
 
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` ran (a server's health check asks)."""
+        return self._closed
+
     def __enter__(self) -> TTS:
         return self
 

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 VoiceSource = tuple[str, str | None]  # (name, source); source None: a catalog name
 _NAME = re.compile(r"^[\w.-]+$")
+# The command line's --quantize (and the Ray app's quantize) to TTS's bert_precision.
+QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
 
 
 @dataclass(frozen=True)

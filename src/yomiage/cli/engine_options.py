@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from yomiage.engine_spec import EngineSpec, VoiceSource, parse_voices
+from yomiage.engine_spec import QUANTIZE, EngineSpec, VoiceSource, parse_voices
 from yomiage.errors import OptionError
 from yomiage.options import OptionFields, SynthesisOptions
 from yomiage.runtime.placement import DECODER_PRECISIONS
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from yomiage.limits import Limits
     from yomiage.speaker import Speaker
 
-QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
 _DEFAULTS = SynthesisOptions()
 
 
