@@ -28,7 +28,8 @@ from yomiage.server.service import LocalService, warmed_service
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-log = logging.getLogger("yomiage.ray")
+# Serve's own logger: its lines land in the replica's log file (`serve status` points there).
+log = logging.getLogger("ray.serve")
 
 
 class ReplicaHeader:
