@@ -150,6 +150,17 @@ def test_a_rerun_skips_what_is_done_and_remakes_what_changed(tmp_path: Path) -> 
     assert run_job(changed, outputs, other_options, FlakyPool({})).made == 3
 
 
+def test_a_remade_item_clears_the_temporary_files_a_killed_run_left(tmp_path: Path) -> None:
+    outputs = OutputFolder(tmp_path, "wav")
+    left = [tmp_path / ".i0.wav.k2j4x9", tmp_path / ".yomiage-batch" / ".i0.wav.json.a8c1"]
+    other = tmp_path / ".i10.wav.zz"  # another item's: not this one's to remove
+    for path in [*left, other]:
+        path.write_bytes(b"half")
+    run_job([BatchItem("i0", "text")], outputs, SPEC, FlakyPool({}))
+    assert not any(p.exists() for p in left) and other.exists()
+    assert (tmp_path / "i0.wav").read_bytes() == b"RIFFtext"
+
+
 def test_an_unknown_voice_stops_the_job_before_any_work(tmp_path: Path) -> None:
     with pytest.raises(BatchInputError, match="asks for voice 'nobody'"):
         run_job([BatchItem("a", "はい。", voice="nobody")], OutputFolder(tmp_path, "wav"),

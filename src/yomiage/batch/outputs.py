@@ -10,6 +10,7 @@ is made again.
 
 from __future__ import annotations
 
+import glob
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,13 @@ class OutputFolder:
         return None
 
     def write(self, made: Made, digest: str) -> Path:
-        """The audio, then its record (both atomic): the record is the mark of done."""
+        """The audio, then its record (both atomic): the record is the mark of done.
+
+        Temporary files an earlier run left for this item (a job killed mid-write
+        leaves one; it never has the final name) are removed first."""
+        for final in (self.audio_path(made.id), self._record_path(made.id)):
+            for leftover in final.parent.glob(f".{glob.escape(final.name)}.*"):
+                leftover.unlink(missing_ok=True)
         path = write_atomic(self.audio_path(made.id), made.data)
         record = {"digest": digest, "seconds": made.seconds, "format": self.fmt}
         write_atomic(self._record_path(made.id), json.dumps(record))
