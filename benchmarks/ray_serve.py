@@ -1,6 +1,6 @@
 """yomiage on Ray Serve: throughput for 1, 2 and 4 replicas, and what killing a replica costs.
 
-Run: .venv/bin/python benchmarks/ray_serve.py [--replicas 1,2,4] [--clients 4]
+Run: .venv/bin/python benchmarks/ray_serve.py [--replicas 1,2,4] [--clients 4] [--no-autoscale]
          [--duration 30] [--bundle benchmarks/.cache/bundle-full-0] [--no-fault]
 
 Each configuration runs in a fresh process with a fresh local Ray cluster on
@@ -37,6 +37,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 BUNDLE = HERE / ".cache" / "bundle-full-0"
@@ -149,7 +150,7 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-def one_ray(args: argparse.Namespace, replicas: int, fault: bool) -> dict[str, object]:
+def one_ray(args: argparse.Namespace, replicas: int, mode: str) -> dict[str, object]:
     """One configuration, in this (fresh) process."""
     import ray
     from ray import serve
@@ -161,8 +162,13 @@ def one_ray(args: argparse.Namespace, replicas: int, fault: bool) -> dict[str, o
     port = free_port()
     started = time.perf_counter()
     serve.start(http_options={"host": HOST, "port": port})
+    scaling = (
+        {"min_replicas": 1, "max_replicas": replicas}
+        if mode == "autoscale"
+        else {"replicas": replicas}
+    )
     serve.run(
-        app({"model": f"voice={args.bundle}", "replicas": replicas, "threads": 1,
+        app({"model": f"voice={args.bundle}", "threads": 1, **scaling,
              "max_concurrency": args.concurrency, "allowed_host": "*"}),
         name="bench", route_prefix="/",
     )  # fmt: skip
@@ -171,17 +177,44 @@ def one_ray(args: argparse.Namespace, replicas: int, fault: bool) -> dict[str, o
     rss = [rss_mb(pid) for pid in pids]
     load(port, 1, 3)  # every connection path warm
     try:
-        if not fault:
-            outcome = load(port, args.clients, args.duration)
-            return summary(outcome, replicas=replicas, deploy_s=deploy_s,
-                           replica_rss_mb=rss)  # fmt: skip
-        return fault_phase(args, port, pids, serve)
+        if mode == "fault":
+            return fault_phase(args, port, pids, serve)
+        if mode == "autoscale":
+            return autoscale_phase(args, port, replicas, serve)
+        outcome = load(port, args.clients, args.duration)
+        return summary(outcome, replicas=replicas, deploy_s=deploy_s, replica_rss_mb=rss)
     finally:
         serve.shutdown()
         ray.shutdown()
 
 
-def fault_phase(args: argparse.Namespace, port: int, pids: list[int], serve: object) -> dict:
+def autoscale_phase(args: argparse.Namespace, port: int, most: int, serve: Any) -> dict:
+    """From 1 replica under steady load: when Serve has started the others."""
+    running: list[tuple[float, int]] = []
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            status = serve.status().applications["bench"].deployments["yomiage"]
+            running.append((time.perf_counter(), status.replica_states.get("RUNNING", 0)))
+            time.sleep(0.5)
+
+    watcher = threading.Thread(target=watch)
+    started = time.perf_counter()
+    watcher.start()
+    outcome = load(port, args.clients, args.scale_duration)
+    stop.set()
+    watcher.join()
+    reached = [t - started for t, n in running if n >= most]
+    return summary(
+        outcome,
+        autoscale=f"1..{most}",
+        replicas_at_end=running[-1][1] if running else None,
+        all_running_after_s=reached[0] if reached else None,
+    )
+
+
+def fault_phase(args: argparse.Namespace, port: int, pids: list[int], serve: Any) -> dict:
     results: dict[str, Outcome] = {}
     killed_at: list[float] = []
     replaced_at: list[float] = []
@@ -191,7 +224,7 @@ def fault_phase(args: argparse.Namespace, port: int, pids: list[int], serve: obj
         killed_at.append(time.perf_counter())
         os.kill(pids[0], signal.SIGKILL)
         while time.perf_counter() - killed_at[0] < 120:
-            status = serve.status().applications["bench"].deployments["yomiage"]  # type: ignore[attr-defined]
+            status = serve.status().applications["bench"].deployments["yomiage"]
             new = set(replica_pids()) - set(pids)
             if new and status.replica_states.get("RUNNING", 0) == len(pids):
                 replaced_at.append(time.perf_counter())
@@ -252,7 +285,8 @@ def one_serve(args: argparse.Namespace) -> dict[str, object]:
 def run_child(args: argparse.Namespace, what: str) -> dict[str, object]:
     command = [sys.executable, __file__, "--child", what, "--bundle", str(args.bundle),
                "--clients", str(args.clients), "--duration", str(args.duration),
-               "--concurrency", str(args.concurrency)]  # fmt: skip
+               "--concurrency", str(args.concurrency),
+               "--scale-duration", str(args.scale_duration)]  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, timeout=900)
     lines = [line for line in out.stdout.splitlines() if line.startswith("{")]
     if out.returncode != 0 or not lines:
@@ -269,14 +303,18 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=30.0)
     parser.add_argument("--concurrency", type=int, default=2, help="max_concurrency per replica")
     parser.add_argument("--no-fault", action="store_true")
+    parser.add_argument("--no-autoscale", action="store_true")
+    parser.add_argument(
+        "--scale-duration", type=float, default=90.0, help="seconds of load for autoscaling"
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         if args.child == "serve":
             result = one_serve(args)
         else:
-            replicas, _, fault = args.child.partition(":")
-            result = one_ray(args, int(replicas), fault == "fault")
+            replicas, _, mode = args.child.partition(":")
+            result = one_ray(args, int(replicas), mode)
         print(json.dumps(result))
         return 0
     if not (args.bundle / "voice.json").exists():
@@ -296,6 +334,10 @@ def main() -> int:
     for name, r in rows:
         print(f"| {name} | {r['req_per_s']:.2f} | {float(r['req_per_s']) / base:.2f}x "  # type: ignore[arg-type]
               f"| {r['p50_s']:.2f} | {r['p95_s']:.2f} | {r['lost']} |")  # fmt: skip
+    if not args.no_autoscale:
+        scaled = run_child(args, "2:autoscale")
+        print("\nautoscaling (min 1, max 2 replicas, Serve's default delays):")
+        print(json.dumps(scaled, indent=1), flush=True)
     if not args.no_fault:
         fault = run_child(args, "2:fault")
         print("\nfault (2 replicas, one SIGKILLed, clients retry once):")
