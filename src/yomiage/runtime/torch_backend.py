@@ -47,8 +47,12 @@ class TorchBackend:
         threads: int | None = None,
     ) -> None:
         """``tokenizer_dir`` defaults to ``bert_dir`` (the hub's layout keeps them together)."""
-        if device.startswith("cuda") and not torch.cuda.is_available():
-            raise ModelLoadError("device 'cuda' was asked for but PyTorch sees no CUDA device")
+        if device.startswith("cuda"):
+            _check_cuda_device(device)
+            # cuDNN runs float32 convolutions in TF32 by default: on an H100 that moved
+            # the reference audio by 8e-4 and a duration by one frame, for no measurable
+            # speed (benchmarks/cuda.py). A process-wide flag, read at every convolution.
+            torch.backends.cudnn.allow_tf32 = False
         if threads is not None:
             torch.set_num_threads(threads)
         self.device = torch.device(device)
@@ -79,6 +83,20 @@ class TorchBackend:
     def bert_features(self, sentences: Sequence[Phonemes]) -> list[torch.Tensor]:
         """``[n_tok, C]`` features of each sentence, from one batched BERT call, on the device."""
         return self.bert.features([p.bert_text for p in sentences])
+
+
+def _check_cuda_device(device: str) -> None:
+    """ModelLoadError unless PyTorch can use ``device`` ("cuda" or "cuda:N"): without
+    this a missing GPU shows up later as a CUDA runtime error from inside torch."""
+    if not torch.cuda.is_available():
+        raise ModelLoadError(f"device {device!r} was asked for but PyTorch sees no CUDA device")
+    index = torch.device(device).index
+    count = torch.cuda.device_count()
+    if index is not None and index >= count:
+        valid = "cuda:0" if count == 1 else f"cuda:0 to cuda:{count - 1}"
+        raise ModelLoadError(
+            f"device {device!r} was asked for but PyTorch sees {count} CUDA device(s) ({valid})"
+        )
 
 
 class PyTorchVoice:
