@@ -112,8 +112,8 @@ def _speak(port: int, prefix: str = "") -> Answer:
     return _request(port, "POST", f"{prefix}/tts", {"text": TEXT, "format": "wav", "seed": 1})
 
 
-def _replica_pids(deployment: str = "yomiage") -> set[int]:
-    """The processes Ray titled as this deployment's replicas."""
+def _replica_pids(app: str = "pair") -> set[int]:
+    """The processes Ray titled as replicas of this application's deployment."""
     pids = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -122,7 +122,7 @@ def _replica_pids(deployment: str = "yomiage") -> set[int]:
             cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if re.match(rb"ray::ServeReplica:[^:]+:" + deployment.encode() + rb"\b", cmdline):
+        if cmdline.startswith(f"ray::ServeReplica:{app}:yomiage".encode()):
             pids.add(int(entry.name))
     return pids
 
@@ -193,8 +193,8 @@ class RetryingClient:
 def test_a_killed_replica_is_replaced_and_retried_requests_lose_nothing(cluster: Cluster) -> None:
     _deploy(cluster, "pair", "/", replicas=2)
     try:
+        _wait(lambda: len(_replica_pids()) == 2, 60, "two replica processes (and no older ones)")
         before = _replica_pids()
-        assert len(before) == 2
         clients = [RetryingClient(cluster.http_port) for _ in range(3)]
         threads = [threading.Thread(target=c.run) for c in clients]
         for thread in threads:
