@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -8,8 +9,13 @@ from typing import Any
 
 import pytest
 
+from tests.ray_loopback import LOOPBACK_ENV
 from yomiage import TTS
 from yomiage.text import Frontend, UserDictionary
+
+# Read when Ray is imported, so before any test module imports it: every Ray cluster a
+# test starts is a one-machine cluster on loopback (tests/ray_loopback.py).
+os.environ.update(LOOPBACK_ENV)
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 FIXTURES = SHARED / "fixtures"

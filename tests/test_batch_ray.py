@@ -12,6 +12,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from tests.conftest import TEST_VOICES  # noqa: E402
+from tests.ray_loopback import listening_beyond_loopback, listening_sockets  # noqa: E402
 from yomiage import TTS  # noqa: E402
 from yomiage.batch import BatchItem, BatchSpec, Event, OutputFolder, run_job  # noqa: E402
 from yomiage.batch.on_ray import RayItemPool  # noqa: E402
@@ -28,11 +29,13 @@ LONG = "今日はいい天気ですね。散歩に行きましょう。" * 4
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A local Ray cluster with two CPUs, bound to 127.0.0.1 only."""
+    """A local Ray cluster with two CPUs, listening on 127.0.0.1 only (checked at the end)."""
+    before = listening_sockets()
     context = ray.init(address="local", num_cpus=2, include_dashboard=False,
                        _node_ip_address="127.0.0.1", log_to_driver=False)  # fmt: skip
     try:
         yield str(context.address_info["gcs_address"])
+        assert listening_beyond_loopback(before) == []
     finally:
         ray.shutdown()
 

@@ -30,6 +30,11 @@ serve = pytest.importorskip("ray.serve")
 yaml = pytest.importorskip("yaml")
 
 from tests.conftest import TEST_VOICES  # noqa: E402
+from tests.ray_loopback import (  # noqa: E402
+    SETUP_HOOK,
+    listening_beyond_loopback,
+    listening_sockets,
+)
 from tests.sources_servers import LFS_MIN, HubState, fake_hub  # noqa: E402
 from yomiage.ray import app  # noqa: E402
 
@@ -51,6 +56,7 @@ class Cluster:
     dashboard: str
     hub: HubState
     env: dict[str, str] = field(default_factory=dict)
+    sockets_before: set[tuple[str, int]] = field(default_factory=set)
 
 
 @pytest.fixture(scope="module")
@@ -66,8 +72,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             "YOMIAGE_CACHE": str(tmp_path_factory.mktemp("node-cache")),
             "HF_ENDPOINT": endpoint,
             "YOMIAGE_OFFLINE": "",
+            "PYTHONPATH": str(ROOT),
         }
         dashboard_port = _free_port()
+        before = listening_sockets()
         ray.init(
             address="local",
             num_cpus=2,
@@ -76,10 +84,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
             dashboard_port=dashboard_port,
             _node_ip_address="127.0.0.1",
             log_to_driver=False,
-            runtime_env={"env_vars": env},
+            runtime_env={"env_vars": env, "worker_process_setup_hook": SETUP_HOOK},
         )
         try:
-            yield Cluster(_free_port(), f"http://127.0.0.1:{dashboard_port}", hub, env)
+            yield Cluster(_free_port(), f"http://127.0.0.1:{dashboard_port}", hub, env, before)
         finally:
             serve.shutdown()
             ray.shutdown()
@@ -154,6 +162,7 @@ def test_two_replicas_serve_and_share_one_download(cluster: Cluster) -> None:
         assert all(a.body[:4] == b"RIFF" for a in results)
         assert len({a.body for a in results}) == 1, "same text and seed: same audio everywhere"
         assert len({a.replica for a in results}) == 2, "both replicas answered"
+        assert listening_beyond_loopback(cluster.sockets_before) == [], "all on 127.0.0.1"
         # Both replicas on this one node read the voice from one download.
         big = [p for p in TINY.rglob("*") if p.is_file() and p.stat().st_size >= LFS_MIN]
         assert sum(p.startswith("/cdn/") for p in cluster.hub.paths()) == len(big)
@@ -252,7 +261,7 @@ def test_the_documented_serve_config_deploys(cluster: Cluster, tmp_path: Path) -
     args.update(
         model=["narrator=hf://test/voices/tiny"], min_replicas=1, max_replicas=2, cache_dir=None
     )
-    application.setdefault("runtime_env", {})["env_vars"] = cluster.env
+    application["runtime_env"] = {"env_vars": cluster.env, "worker_process_setup_hook": SETUP_HOOK}
     path = tmp_path / "serve.yaml"
     path.write_text(yaml.safe_dump(config), "utf-8")
     serve_cli = Path(sys.executable).with_name("serve")
