@@ -152,6 +152,7 @@ def rss_mb(pid: int) -> float:
 
 def one_ray(args: argparse.Namespace, replicas: int, mode: str) -> dict[str, object]:
     """One configuration, in this (fresh) process."""
+    os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # a loopback-only cluster
     import ray
     from ray import serve
 
