@@ -140,7 +140,14 @@ class TTS:
         return self
 
     def prepare(self, *, warmup: bool = False, compile: bool = False) -> TTS:
-        """Load the BERT and every declared voice; raises at once if anything is missing."""
+        """Load the BERT and every declared voice; raises at once if anything is missing.
+
+        ``warmup``: synthesize one sentence per voice now, so the first request
+        does not pay for first-call costs. ``compile`` (PyTorch backend):
+        ``torch.compile`` the BERT and warm up too, since the compiler runs on the
+        first call: on an H100 that took 40-80 s (benchmarks/RESULTS.md, "CUDA"),
+        which belongs here rather than in a listener's first request.
+        """
         with self._lock:
             self._check_open()
             # Check every folder before loading anything (BERT loading takes seconds).
@@ -154,7 +161,7 @@ class TTS:
                 self._speakers[name] = self._add_voice(pipeline, name, folder)
             if compile:
                 pipeline.backend.compile()
-        if warmup:
+        if warmup or compile:
             for speaker in list(self._speakers.values()):
                 speaker.generate(WARMUP_TEXT, seed=0)
         return self
