@@ -569,3 +569,25 @@ def test_client_leaving_the_queue_frees_its_place(tts: TTS) -> None:
             assert server.metric("yomiage_client_disconnects_total") == 1
         server.wait_idle()
         assert 'status="499"' in httpx_get(server, "/metrics")
+
+
+def test_work_after_the_threads_are_shut_is_a_503_on_every_api(tts: TTS) -> None:
+    """In a forced stop the thread pool can close before a request's next step: every
+    route says the server is stopping (503) instead of an internal error (500)."""
+    with serve(tts) as running, running.client() as http:
+        style = http.get("/speakers").json()[0]["styles"][0]["id"]
+        running.state.executor.shutdown(wait=True)
+        speech = http.post("/tts", json={"text": TEXT})
+        openai = http.post(
+            "/v1/audio/speech", json={"model": "tts-1", "voice": "tiny", "input": TEXT}
+        )
+        words = http.get("/v1/dictionary")
+        vox = http.post("/audio_query", params={"text": TEXT, "speaker": style})
+        vox_words = http.get("/user_dict")
+    for response in (speech, openai, words):
+        assert response.status_code == 503, response.text
+        assert _error(response)["code"] == "shutting_down"
+        assert response.headers["Retry-After"] == "5"
+    for response in (vox, vox_words):
+        assert response.status_code == 503, response.text
+        assert "shutting down" in response.json()["detail"]

@@ -15,7 +15,6 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -34,6 +33,7 @@ from yomiage.server.playground import add_playground_routes
 from yomiage.server.service import LocalService, SpeechService
 from yomiage.server.speech_routes import add_native_routes, add_openai_routes
 from yomiage.server.state import ServerState
+from yomiage.server.threads import ServerThreads
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
     metrics.queue_limit.set(config.max_queue)
     metrics.voices.set(len(voices))
     # Each request in flight needs a thread for its next window and one to close it.
-    executor = ThreadPoolExecutor(2 * config.max_concurrency + 1, thread_name_prefix="yomiage")
+    executor = ServerThreads(2 * config.max_concurrency + 1)
     state = ServerState(service, config, gate, metrics, executor, default)
 
     @asynccontextmanager

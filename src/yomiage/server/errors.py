@@ -16,6 +16,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from yomiage.server.threads import ServerStopping
+
 log = logging.getLogger(__name__)
 
 # HTTP status -> OpenAI error type
@@ -140,6 +142,10 @@ def install(app: FastAPI, on_error: Any = None) -> None:
         if status == 405:
             detail = f"{request.method} is not allowed on {request.url.path}"
         return error_response(status, detail or code.replace("_", " "), code, headers=exc.headers)
+
+    @app.exception_handler(ServerStopping)
+    async def _stopping(request: Request, exc: ServerStopping) -> JSONResponse:
+        return error_response(503, str(exc), "shutting_down", headers={"Retry-After": "5"})
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception) -> JSONResponse:
