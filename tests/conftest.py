@@ -11,6 +11,7 @@ import pytest
 
 from tests.ray_loopback import LOOPBACK_ENV
 from yomiage import TTS
+from yomiage.options import SynthesisOptions
 from yomiage.text import Frontend, UserDictionary
 
 # Read when Ray is imported, so before any test module imports it: every Ray cluster a
@@ -53,6 +54,19 @@ def reference_cases(relative: str) -> list[Any]:
         return [pytest.param(None, id="no-reference", marks=pytest.mark.skip(reason=reason))]
     cases = json.loads(path.read_text("utf-8"))["cases"]
     return [pytest.param(case, id=case["id"]) for case in cases]
+
+
+def reference_options(case: dict[str, Any], setting: dict[str, Any]) -> SynthesisOptions:
+    """The options of a reference case's setting, noise off (the fixtures' comparisons)."""
+    return SynthesisOptions(
+        style=case["style"],
+        style_weight=case["style_weight"],
+        speaker_id=case["sid"],
+        sdp_ratio=setting["sdp_ratio"],
+        speed=setting["length_scale"],
+        noise=0.0,
+        noise_w=0.0,
+    )
 
 
 def require_fixtures() -> Path:

@@ -23,11 +23,10 @@ pytest.importorskip("safetensors")
 
 import torch
 
-from tests.conftest import FIXTURES, reference_cases, require_fixtures
+from tests.conftest import FIXTURES, reference_cases, reference_options, require_fixtures
 from yomiage import TTS
 from yomiage.devtools.synthetic import make_bert, make_voice
 from yomiage.errors import ModelLoadError
-from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import encode
 from yomiage.text import Frontend
 
@@ -106,15 +105,7 @@ def test_cuda_matches_the_reference_outputs(
     backend, voice = reference_voice
     arrays = np.load(FIXTURES / "sbv2_tiny" / "cases" / f"{case['id']}.npz")
     setting = case["settings"]["A"]
-    options = SynthesisOptions(
-        style=case["style"],
-        style_weight=case["style_weight"],
-        speaker_id=case["sid"],
-        sdp_ratio=setting["sdp_ratio"],
-        speed=setting["length_scale"],
-        noise=0.0,
-        noise_w=0.0,
-    )
+    options = reference_options(case, setting)
     rng = backend.new_rng(0)
     [encoded] = encode(backend, voice, [frontend.g2p(case["text"])], options, rng)
     assert encoded.durations.tolist() == setting["durations"]

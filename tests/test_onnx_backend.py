@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES, reference_cases, require_fixtures
+from tests.conftest import FIXTURES, reference_cases, reference_options, require_fixtures
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
@@ -53,18 +53,6 @@ def reference_voice(reference_backend: OnnxBackend, reference_bundle: Path) -> A
     return reference_backend.load_voice(reference_bundle)
 
 
-def _options(case: dict[str, Any], setting: dict[str, Any]) -> SynthesisOptions:
-    return SynthesisOptions(
-        style=case["style"],
-        style_weight=case["style_weight"],
-        speaker_id=case["sid"],
-        sdp_ratio=setting["sdp_ratio"],
-        speed=setting["length_scale"],
-        noise=0.0,
-        noise_w=0.0,
-    )
-
-
 @pytest.mark.parametrize("case", reference_cases("sbv2_tiny/cases/cases.json"))
 def test_text_to_audio_matches_reference(
     reference_backend: OnnxBackend, frontend: Frontend, case: dict[str, Any], reference_voice: Any
@@ -72,7 +60,7 @@ def test_text_to_audio_matches_reference(
     backend, voice = reference_backend, reference_voice
     arrays = np.load(TINY / "cases" / f"{case['id']}.npz")
     for name, setting in case["settings"].items():
-        options = _options(case, setting)
+        options = reference_options(case, setting)
         rng = backend.new_rng(0)
         [encoded] = encode(backend, voice, [frontend.g2p(case["text"])], options, rng)
         assert encoded.durations.tolist() == setting["durations"], name

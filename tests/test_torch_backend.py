@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import FIXTURES, reference_cases
+from tests.conftest import FIXTURES, reference_cases, reference_options
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
@@ -44,15 +44,7 @@ def test_text_to_audio_matches_reference(
 ) -> None:
     arrays = np.load(TINY / "cases" / f"{case['id']}.npz")
     setting = case["settings"]["A"]
-    options = SynthesisOptions(
-        style=case["style"],
-        style_weight=case["style_weight"],
-        speaker_id=case["sid"],
-        sdp_ratio=setting["sdp_ratio"],
-        speed=setting["length_scale"],
-        noise=0.0,
-        noise_w=0.0,
-    )
+    options = reference_options(case, setting)
     rng = backend.new_rng(0)
     [encoded] = encode(backend, voice, [frontend.g2p(case["text"])], options, rng)
     assert encoded.durations.tolist() == setting["durations"]
