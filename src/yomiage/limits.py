@@ -16,6 +16,8 @@ from yomiage.errors import LimitError
 
 # A 200-character sentence read four times slower lasts about 100 s.
 DEFAULT_MAX_SENTENCE_SECONDS = 180.0
+# What a server lets one request make unless told otherwise (``serve --max-audio-seconds``).
+DEFAULT_MAX_REQUEST_SECONDS = 900.0
 
 
 @dataclass(frozen=True)

@@ -79,6 +79,8 @@ async def json_body(request: Request) -> Any:
         return json.loads(await request.body())
     except ValueError as exc:
         raise VoxError(422, f"the body is not JSON: {exc}") from None
+    except RecursionError:  # arrays or objects nested thousands deep
+        raise VoxError(422, "the body is JSON nested too deep") from None
 
 
 def vox_router(app: FastAPI, state: ServerState) -> Route:

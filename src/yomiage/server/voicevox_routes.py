@@ -7,20 +7,19 @@ field means for an SBV2 voice is in ``docs/voicevox.md``.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 import time
 import zipfile
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from yomiage import __version__
 from yomiage.audio import Audio
-from yomiage.server.speech_routes import admit
+from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox_http import (
     VoxError,
@@ -31,8 +30,10 @@ from yomiage.server.voicevox_http import (
     no_content,
     vox_router,
 )
+from yomiage.server.voicevox_work import VoxWork
 from yomiage.text.accent_phrases import PhraseSpec
 from yomiage.text.g2p import Phonemes
+from yomiage.voicevox.cost import estimated_seconds, spoken_chars
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle, vox_speakers
 from yomiage.voicevox.kana import KanaError, kana_text, parse_kana
 from yomiage.voicevox.model import (
@@ -49,10 +50,9 @@ from yomiage.voicevox.query import (
     spec_of,
     structure,
 )
-from yomiage.voicevox.synthesis import synthesis_options, wav_bytes
+from yomiage.voicevox.synthesis import output_seconds, synthesis_options, wav_bytes
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 MAX_QUERIES = 100  # AudioQueries in one /multi_synthesis
 # Routes of VOICEVOX for singing and morphing: no SBV2 voice can do them.
 UNSUPPORTED = (
@@ -81,13 +81,36 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             raise VoxError(404, f"style {style_id} does not exist; GET /speakers lists them")
         return style
 
-    async def run(request: Request, work: Callable[[], T]) -> T:
-        """``work`` in the executor, holding an admission slot (as speech requests do)."""
-        slot = await admit(state, request)
-        try:
-            return await asyncio.get_running_loop().run_in_executor(state.executor, work)
-        finally:
-            slot.release()
+    max_seconds = audio_limit(state)
+
+    def check_chars(count: int, what: str) -> None:
+        """Every text a voice reads, whatever field it came in, meets ``--max-chars``."""
+        limit = state.config.max_input_chars
+        if count > limit:
+            raise VoxError(413, f"{what} has {count} characters; this server reads {limit}")
+
+    def check_text(text: str, field: str) -> None:
+        if not text.strip():
+            raise VoxError(422, f"{field} is empty")
+        check_chars(len(text), field)
+
+    def check_cost(queries: Sequence[AudioQuery]) -> None:
+        """What the queries will read and make, refused before any work (413)."""
+        total = 0
+        for n, query in enumerate(queries):
+            where = f"query {n + 1}: " if len(queries) > 1 else ""
+            kana = len(query.kana) if query.kana and query.kana.strip() else 0
+            check_chars(kana, f"{where}kana")
+            phrases = spoken_chars(query.accent_phrases)
+            check_chars(phrases, f"{where}accent_phrases")
+            total += max(kana, phrases)
+        if len(queries) > 1:
+            check_chars(total, f"the {len(queries)} queries together")
+        seconds = sum(estimated_seconds(q) for q in queries)
+        if seconds > max_seconds:
+            raise VoxError(413, f"the audio would last about {seconds:.0f} s (silences "
+                                f"included); this server makes at most {max_seconds:g} s "
+                                "a request")  # fmt: skip
 
     route = vox_router(app, state)
 
@@ -137,15 +160,12 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         style_of(request)
         return no_content()
 
-    async def read(request: Request, style: VoxStyle, text: str) -> AudioQuery:
-        limit = state.config.max_input_chars
-        if not text.strip():
-            raise VoxError(422, "text is empty")
-        if len(text) > limit:
-            raise VoxError(413, f"text has {len(text)} characters; this server reads {limit}")
+    async def read(request: Request, style: VoxStyle, text: str, field: str = "text") -> AudioQuery:
+        check_text(text, field)
         options = synthesis_options(style, AudioQuery(()))
         rate = state.voices[style.voice].sample_rate
-        readings = await run(request, lambda: state.service.read(style.voice, text, options))
+        async with VoxWork(state, request) as work:
+            readings = await work.run(lambda: state.service.read(style.voice, text, options))
         return audio_query(readings, text, rate)
 
     @route("POST", "/audio_query")
@@ -190,9 +210,11 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             raise VoxError(422, f"no preset with id {preset_id} to delete")
         return no_content()
 
-    async def retimed(request: Request, style: VoxStyle, specs: list[PhraseSpec]) -> Response:
+    async def retimed(
+        request: Request, style: VoxStyle, specs: list[PhraseSpec], field: str
+    ) -> Response:
         """Phrases a client wrote, with the lengths the voice gives them."""
-        fresh = (await read(request, style, kana_text(specs))).accent_phrases
+        fresh = (await read(request, style, kana_text(specs), field)).accent_phrases
         return json_response([p.to_json() for p in retime(specs, fresh)])
 
     @route("POST", "/accent_phrases")
@@ -200,7 +222,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         style = style_of(request)
         text = request.query_params.get("text", "")
         if flag_param(request, "is_kana", False):
-            return await retimed(request, style, _kana(text))
+            check_text(text, "text")
+            return await retimed(request, style, _kana(text), "text")
         query = await read(request, style, text)
         return json_response([p.to_json() for p in query.accent_phrases])
 
@@ -213,18 +236,22 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         """Lengths and pitches for phrases a client sent: the voice reads their kana."""
         style = style_of(request)
         phrases = parse_accent_phrases(await json_body(request))
-        return await retimed(request, style, [spec_of(p) for p in phrases])
+        check_chars(spoken_chars(phrases), "accent_phrases")
+        return await retimed(request, style, [spec_of(p) for p in phrases], "accent_phrases")
 
     for path in ("/mora_data", "/mora_length", "/mora_pitch"):
         route("POST", path)(requery)
 
-    async def synthesize(request: Request, style: VoxStyle, query: AudioQuery) -> bytes:
+    async def synthesize(
+        work: VoxWork, style: VoxStyle, query: AudioQuery, made: float
+    ) -> tuple[bytes, float]:
+        """One query's WAV and its seconds (``made``: seconds this request made before)."""
         options = synthesis_options(style, query)
         card = state.voices[style.voice]
         unchanged: list[Phonemes] | None = None
         if query.kana and query.kana.strip():
             kana = query.kana
-            readings = await run(request, lambda: state.service.read(style.voice, kana, options))
+            readings = await work.run(lambda: state.service.read(style.voice, kana, options))
             if structure(audio_query(readings, kana, card.sample_rate).accent_phrases) == structure(
                 query.accent_phrases
             ):
@@ -236,9 +263,15 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             audio = state.service.generate(style.voice, reading, options)
             return audio, time.perf_counter() - started
 
-        audio, wall = await run(request, generate)
+        audio, wall = await work.run(generate)
         _count(state, style.voice, len(audio.samples) / card.sample_rate, wall)
-        return wav_bytes(audio.samples, card.sample_rate, query)
+        seconds = output_seconds(len(audio.samples), card.sample_rate, query)
+        if made + seconds > max_seconds:  # the voice read it longer than the query said
+            raise VoxError(413, f"the audio would last {made + seconds:.0f} s (silences "
+                                f"included); this server makes at most {max_seconds:g} s a "
+                                "request")  # fmt: skip
+        data = await work.run(lambda: wav_bytes(audio.samples, card.sample_rate, query, work.check))
+        return data, seconds
 
     @route("POST", "/synthesis")
     async def synthesis(request: Request) -> Response:
@@ -246,7 +279,10 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         # Questions are read as questions whatever this says; the flag is checked only.
         flag_param(request, "enable_interrogative_upspeak", True)
         query = parse_audio_query(await json_body(request))
-        return Response(await synthesize(request, style, query), media_type="audio/wav")
+        check_cost([query])
+        async with VoxWork(state, request) as work:
+            data, _ = await synthesize(work, style, query, 0.0)
+        return Response(data, media_type="audio/wav")
 
     @route("POST", "/multi_synthesis")
     async def multi_synthesis(request: Request) -> Response:
@@ -257,11 +293,16 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         queries = [parse_audio_query(q) for q in body]
         if len({q.outputSamplingRate for q in queries}) > 1:
             raise VoxError(422, "the queries ask for different sampling rates")
-        out = io.BytesIO()
-        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-            for i, query in enumerate(queries, start=1):
-                archive.writestr(f"{i:03d}.wav", await synthesize(request, style, query))
-        return Response(out.getvalue(), media_type="application/zip")
+        check_cost(queries)
+        async with VoxWork(state, request) as work:
+            wavs: list[bytes] = []
+            made = 0.0
+            for query in queries:
+                data, seconds = await synthesize(work, style, query, made)
+                wavs.append(data)
+                made += seconds
+            archive = await work.run(lambda: _zip(wavs, work.check))
+        return Response(archive, media_type="application/zip")
 
     for method, path in UNSUPPORTED:
 
@@ -269,6 +310,26 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             raise VoxError(501, f"{path}: Style-Bert-VITS2 voices cannot sing or morph")
 
         route(method, path)(unsupported)
+
+
+def audio_limit(state: ServerState) -> float:
+    """Seconds of audio one request may make: the server's setting, else the limit of
+    an engine run in this process, else the engine's default for servers."""
+    if state.config.max_audio_seconds is not None:
+        return state.config.max_audio_seconds
+    limits = getattr(getattr(state.service, "tts", None), "limits", None)
+    engine = getattr(limits, "max_request_seconds", None)
+    return float(engine) if engine else DEFAULT_MAX_REQUEST_SECONDS
+
+
+def _zip(wavs: Sequence[bytes], check: Callable[[], None]) -> bytes:
+    """``/multi_synthesis``'s archive (blocking: compression takes a while)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for i, data in enumerate(wavs, start=1):
+            check()
+            archive.writestr(f"{i:03d}.wav", data)
+    return out.getvalue()
 
 
 def _count(state: ServerState, voice: str, seconds: float, wall: float) -> None:

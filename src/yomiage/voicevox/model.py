@@ -9,6 +9,7 @@ every field and raises :class:`QueryError` naming the one that is wrong.
 from __future__ import annotations
 
 import math
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -109,20 +110,48 @@ def number_field(data: Mapping[str, Any], key: str, where: str, *, optional: boo
     return float(value)
 
 
+# A mora's text is BERT's input, one token a character, so only kana may be there:
+# a space or a control character is no token and a character NFKC expands (㌀) is
+# several, and either would misalign BERT with the phonemes (a 500 before).
+MAX_MORA_TEXT = 4
+_KANA = frozenset(chr(c) for c in [*range(0x3041, 0x3097), *range(0x30A1, 0x30FB), 0x30FC])
+_LINE_CONTROLS = frozenset("\t\n\r")
+
+
+def check_string(value: str, field: str) -> str:
+    """``value`` if it holds no lone surrogate and no control character but tab and
+    newline (JSON can carry both; neither can be read, logged or encoded as UTF-8)."""
+    for ch in value:
+        if unicodedata.category(ch) in ("Cs", "Cc") and ch not in _LINE_CONTROLS:
+            raise QueryError(field, f"contains the character U+{ord(ch):04X}, which cannot be read")
+    return value
+
+
 def _text(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = data.get(key)
     if value is None and optional:
         return None
     if not isinstance(value, str):
         raise QueryError(f"{where}{key}", "must be a string")
-    return value
+    return check_string(value, f"{where}{key}")
 
 
-def parse_mora(data: Any, where: str) -> Mora:
+def _mora_text(data: Mapping[str, Any], where: str, *, pause: bool) -> str:
+    text: str = _text(data, "text", where)
+    if len(text) > MAX_MORA_TEXT:
+        raise QueryError(f"{where}text", f"must be at most {MAX_MORA_TEXT} characters")
+    if not pause and not all(ch in _KANA for ch in text):
+        odd = next(ch for ch in text if ch not in _KANA)
+        raise QueryError(f"{where}text", f"must be kana, not {odd!r} (U+{ord(odd):04X})")
+    return text
+
+
+def parse_mora(data: Any, where: str, *, pause: bool = False) -> Mora:
+    """A mora; ``pause``: a pause mora, whose text is a punctuation mark, not kana."""
     if not isinstance(data, Mapping):
         raise QueryError(where.rstrip("."), "must be an object")
     return Mora(
-        text=_text(data, "text", where),
+        text=_mora_text(data, where, pause=pause),
         consonant=_text(data, "consonant", where, optional=True),
         consonant_length=number_field(data, "consonant_length", where, optional=True),
         vowel=_text(data, "vowel", where),
@@ -147,7 +176,7 @@ def parse_accent_phrase(data: Any, where: str) -> AccentPhrase:
     return AccentPhrase(
         tuple(parse_mora(m, f"{where}moras[{i}].") for i, m in enumerate(moras)),
         accent,
-        parse_mora(pause, f"{where}pause_mora.") if pause is not None else None,
+        parse_mora(pause, f"{where}pause_mora.", pause=True) if pause is not None else None,
         interrogative,
     )
 
@@ -155,6 +184,8 @@ def parse_accent_phrase(data: Any, where: str) -> AccentPhrase:
 def parse_accent_phrases(data: Any, where: str = "") -> tuple[AccentPhrase, ...]:
     if not isinstance(data, list):
         raise QueryError(where or "body", "must be a list of accent phrases")
+    if len(data) > MAX_MORAS:  # each phrase has a mora: refused before parsing them all
+        raise QueryError(where or "body", f"more than {MAX_MORAS} accent phrases")
     phrases = tuple(parse_accent_phrase(p, f"{where}[{i}].") for i, p in enumerate(data))
     if sum(len(p.moras) for p in phrases) > MAX_MORAS:
         raise QueryError(where or "body", f"more than {MAX_MORAS} moras")
@@ -198,6 +229,8 @@ def parse_audio_query(data: Any) -> AudioQuery:
     kana = data.get("kana")
     if kana is not None and not isinstance(kana, str):
         raise QueryError("kana", "must be a string or null")
+    if kana is not None:
+        check_string(kana, "kana")
     known = {"accent_phrases", "pauseLength", "outputSamplingRate", "outputStereo", "kana",
              *SCALE_RANGES}  # fmt: skip
     extra = {k: v for k, v in data.items() if k not in known}

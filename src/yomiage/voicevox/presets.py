@@ -9,7 +9,6 @@ never leaves half a file); it holds at most :data:`MAX_PRESETS`.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
@@ -17,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.atomic import write_atomic
+from yomiage.errors import YomiageError
 from yomiage.voicevox.model import QueryError, scale_fields
 
-log = logging.getLogger(__name__)
 MAX_PRESETS = 1000
 
 
@@ -58,22 +57,44 @@ def parse_preset(data: Any) -> Preset:
     return Preset(**values)
 
 
+class PresetsFileError(YomiageError, ValueError):
+    """The presets file cannot be used; the server refuses to start rather than lose
+    or overwrite what the file holds."""
+
+
+def _load(path: Path) -> dict[int, Preset]:
+    """The presets in ``path``: a JSON list of presets, or :class:`PresetsFileError`."""
+    where = f"presets file {path}"
+    try:
+        raw = json.loads(path.read_text("utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise PresetsFileError(f"{where} cannot be read: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise PresetsFileError(f"{where} is not JSON ({exc}); fix or move it") from None
+    if not isinstance(raw, list):
+        raise PresetsFileError(
+            f"{where} holds a JSON {type(raw).__name__}, not a list of presets; fix or move it"
+        )
+    presets: dict[int, Preset] = {}
+    for i, item in enumerate(raw):
+        try:
+            preset = parse_preset(item)
+        except QueryError as exc:
+            raise PresetsFileError(f"{where}: preset {i + 1}: {exc}; fix or move it") from None
+        presets[preset.id] = preset
+    return presets
+
+
 class PresetStore:
-    """The server's presets by id. Thread-safe; ``path``: the JSON file that keeps them."""
+    """The server's presets by id. Thread-safe; ``path``: the JSON file that keeps them
+    (:class:`PresetsFileError` if it exists and is not a list of presets)."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._presets: dict[int, Preset] = {}
         if path is not None and path.exists():
-            try:
-                raw = json.loads(path.read_text("utf-8"))
-                for item in raw if isinstance(raw, list) else []:
-                    preset = parse_preset(item)
-                    self._presets[preset.id] = preset
-            except (OSError, ValueError) as exc:  # kept aside, never overwritten blindly
-                log.warning("presets file %s is unreadable (%s); starting empty", path, exc)
-                self.path = None
+            self._presets = _load(path)
 
     def all(self) -> list[Preset]:
         with self._lock:

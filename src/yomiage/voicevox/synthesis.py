@@ -9,15 +9,19 @@ import hashlib
 import io
 import json
 import wave
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.audio.resample import resample
+from yomiage.audio.resample import Resampler
 from yomiage.options import SynthesisOptions
+from yomiage.voicevox.cost import padding_seconds
 from yomiage.voicevox.ids import VoxStyle
 from yomiage.voicevox.model import AudioQuery
 from yomiage.voicevox.query import structure
+
+BLOCK_SECONDS = 5.0
 
 
 def synthesis_options(style: VoxStyle, query: AudioQuery) -> SynthesisOptions:
@@ -36,27 +40,56 @@ def synthesis_options(style: VoxStyle, query: AudioQuery) -> SynthesisOptions:
     )
 
 
-def wav_bytes(samples: npt.NDArray[np.float32], rate: int, query: AudioQuery) -> bytes:
+def output_seconds(samples: int, rate: int, query: AudioQuery) -> float:
+    """Seconds of the WAV :func:`wav_bytes` makes of ``samples`` at ``rate``."""
+    return samples / rate + padding_seconds(query)
+
+
+def wav_bytes(
+    samples: npt.NDArray[np.float32],
+    rate: int,
+    query: AudioQuery,
+    check: Callable[[], None] = lambda: None,
+) -> bytes:
     """16-bit WAV: normalized to the peak like every yomiage result, then the query's
     volume, its silence before and after (shortened by speedScale, as VOICEVOX does),
-    its sampling rate and channels."""
+    its sampling rate and channels. Blocking (run it in a worker thread); ``check``
+    is called between blocks and may raise to stop the work (its client left)."""
     peak = float(np.abs(samples).max()) if len(samples) else 0.0
-    audio = samples / peak if peak > 0 else samples
-    audio = audio * np.float32(query.volumeScale)
-    before = np.zeros(int(rate * query.prePhonemeLength / query.speedScale), np.float32)
-    after = np.zeros(int(rate * query.postPhonemeLength / query.speedScale), np.float32)
-    audio = np.concatenate([before, audio.astype(np.float32), after])
+    gain = np.float32(query.volumeScale / peak if peak > 0 else query.volumeScale)
     out_rate = query.outputSamplingRate
-    if out_rate != rate:
-        audio = resample(audio, rate, out_rate)
-    pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    resampler = Resampler(rate, out_rate) if out_rate != rate else None
     channels = 2 if query.outputStereo else 1
-    if channels == 2:
-        pcm = np.repeat(pcm, 2)
     out = io.BytesIO()
     with wave.open(out, "wb") as w:
         w.setnchannels(channels)
         w.setsampwidth(2)
         w.setframerate(out_rate)
-        w.writeframes(pcm.tobytes())
+        for block in _blocks(samples, rate, query, gain):
+            check()
+            audio = resampler.process(block) if resampler is not None else block
+            w.writeframes(_pcm(audio, channels))
+        if resampler is not None:
+            w.writeframes(_pcm(resampler.flush(), channels))
     return out.getvalue()
+
+
+def _blocks(
+    samples: npt.NDArray[np.float32], rate: int, query: AudioQuery, gain: np.float32
+) -> Iterator[npt.NDArray[np.float32]]:
+    """The padded, scaled audio in blocks of :data:`BLOCK_SECONDS` (memory stays small
+    however long the audio, and the work can stop between two)."""
+    block = int(rate * BLOCK_SECONDS)
+    for pad in (query.prePhonemeLength, None, query.postPhonemeLength):
+        if pad is None:
+            for start in range(0, len(samples), block):
+                yield samples[start : start + block].astype(np.float32) * gain
+            continue
+        silence = int(rate * pad / query.speedScale)
+        for start in range(0, silence, block):
+            yield np.zeros(min(block, silence - start), np.float32)
+
+
+def _pcm(audio: npt.NDArray[np.float32], channels: int) -> bytes:
+    pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
+    return (np.repeat(pcm, channels) if channels > 1 else pcm).tobytes()
