@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,6 +10,7 @@ import subprocess
 import sys
 import time
 import wave
+import weakref
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +24,7 @@ from yomiage.batch import (
     BatchInputError,
     BatchItem,
     BatchSpec,
+    ItemProgress,
     Made,
     OutputFolder,
     ProcessItemPool,
@@ -100,7 +103,7 @@ class FlakyPool:
         self.restarts = 0
         self._threads = ThreadPoolExecutor(2)
 
-    def submit(self, item: BatchItem) -> Future[Made]:
+    def submit(self, item: BatchItem, into: Path) -> Future[Made]:
         def make() -> Made:
             if self.failures.get(item.id, 0) > 0:
                 self.failures[item.id] -= 1
@@ -114,7 +117,7 @@ class FlakyPool:
     def restart(self) -> None:
         self.restarts += 1
 
-    def close(self) -> None:
+    def close(self, *, now: bool = False) -> None:
         self._threads.shutdown()
 
 
@@ -185,12 +188,16 @@ def test_worker_processes_give_the_librarys_audio(
 ) -> None:
     items = [BatchItem("ch1", "今日はいい天気ですね。散歩に行きましょう。"),
              BatchItem("ch2", "こんにちは。")]  # fmt: skip
-    pool = ProcessItemPool(SPEC, 2)
+    progress: list[ItemProgress] = []
+    pool = ProcessItemPool(SPEC, 2, on_progress=progress.append)
     try:
         summary = run_job(items, OutputFolder(tmp_path, "wav"), SPEC, pool)
     finally:
         pool.close()
     assert (summary.made, summary.failed) == (2, {})
+    # Workers say how far into an item they are, sentence by sentence.
+    ch1 = [(p.characters, p.total) for p in progress if p.item_id == "ch1"]
+    assert ch1[0] == (11, 21) and ch1[-1] == (21, 21)
     for key, expected in library_audio.items():
         got = _samples(tmp_path / f"{key}.wav")
         assert len(got) == len(expected)
@@ -278,3 +285,243 @@ def test_the_bar_counts_items_audio_and_names_failures() -> None:
     text = out.getvalue()
     assert "[#######" in text and "1/4 items" in text and "1.5 min of audio" in text
     assert "ch2: failed: RuntimeError: boom" in text and "failed: ch2: RuntimeError: boom" in text
+
+
+# --- issue 22: killed drivers, bounded items, ids, progress within an item ---------------
+
+needs_proc = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+
+
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat after the command name: [state, ppid, ...], or None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text.rsplit(")", 1)[1].split()
+
+
+def _children(pid: int) -> dict[int, str]:
+    """Each child of ``pid``, with its start time (so a reused pid is not mistaken for it)."""
+    out = {}
+    for entry in Path("/proc").iterdir():
+        fields = _stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None and int(fields[1]) == pid:
+            out[int(entry.name)] = fields[19]
+    return out
+
+
+def _alive(processes: dict[int, str]) -> list[int]:
+    alive = []
+    for pid, started in processes.items():
+        fields = _stat(pid)
+        if fields is not None and fields[19] == started and fields[0] not in "ZX":
+            alive.append(pid)
+    return alive
+
+
+def _wait_for(condition: object, seconds: float = 120.0) -> None:
+    """Poll ``condition`` (a callable) until it holds; a generous bound, not a timing test."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:  # type: ignore[operator]
+        time.sleep(0.05)
+
+
+def _batch_command(inputs: list[Path], out: Path) -> list[str]:
+    return [sys.executable, "-m", "yomiage", "batch", *map(str, inputs), "--model", TINY,
+            "-o", str(out), "--seed", "1", "--threads", "1", "--jobs", "2"]  # fmt: skip
+
+
+@needs_proc
+def test_workers_die_with_a_killed_driver(tmp_path: Path) -> None:
+    """SIGKILL of the driver (or the OOM killer) left its workers and the resource
+    tracker running under PID 1, finishing items nobody would write."""
+    texts = [_write(tmp_path / f"ch{n}.txt", "今日はいい天気ですね。" * 150) for n in (1, 2)]
+    out = tmp_path / "out"
+    with open(tmp_path / "stderr", "w") as err:
+        job = subprocess.Popen(_batch_command(texts, out), stderr=err, start_new_session=True)
+    try:
+        # Both workers are mid-item once each has begun writing its item's audio.
+        _wait_for(lambda: len(list(out.glob(".ch*.spool"))) == 2 or job.poll() is not None)
+        children = _children(job.pid)
+        assert job.poll() is None, (tmp_path / "stderr").read_text()
+        assert len(children) >= 2  # the two workers (and multiprocessing's resource tracker)
+        job.kill()
+        job.wait()
+        _wait_for(lambda: not _alive(children))
+        assert _alive(children) == []
+        assert not list(out.glob("*.wav"))  # nothing half-made took a final name
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+
+
+@needs_proc
+def test_sigterm_stops_a_batch_like_ctrl_c_and_a_rerun_resumes(tmp_path: Path) -> None:
+    """SIGTERM left the workers running and printed nothing; now it stops the job as
+    Ctrl-C does: workers gone, one line saying how to go on, exit status 143."""
+    texts = [_write(tmp_path / "a.txt", "はい。")]
+    texts += [_write(tmp_path / f"{n}.txt", "今日はいい天気ですね。" * 12) for n in "bc"]
+    out = tmp_path / "out"
+    command = _batch_command(texts, out)
+    job = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        records = out / ".yomiage-batch"
+        _wait_for(lambda: (records / "a.wav.json").exists() or job.poll() is not None)
+        children = _children(job.pid)
+        job.send_signal(signal.SIGTERM)
+        _, err = job.communicate(timeout=120)
+        assert job.returncode == 143, err
+        assert "interrupted; run again to resume" in err and "Traceback" not in err
+        _wait_for(lambda: not _alive(children))
+        assert _alive(children) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+    done = len(list(records.glob("*.json")))
+    assert 1 <= done < 3
+    rerun = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr
+    assert f"{3 - done} made, {done} already done" in rerun.stderr
+    assert sorted(p.name for p in out.glob("*.wav")) == ["a.wav", "b.wav", "c.wav"]
+    assert not list(out.glob(".*.wav.*"))  # the killed workers' temporary files were cleared
+
+
+def test_a_batch_id_ending_in_a_newline_is_refused(tmp_path: Path) -> None:
+    """``re.match`` with ``$`` accepted "abc\\n" as an id (and as a --model NAME)."""
+    corpus = _write(tmp_path / "c.jsonl", '{"id": "abc\\n", "text": "はい。"}\n')
+    with pytest.raises(BatchInputError, match="names the output file"):
+        read_items([corpus])
+    from yomiage.engine_spec import parse_voices
+
+    [(name, source)] = parse_voices(models=["abc\n=./voice"])
+    assert name != "abc\n" and source == "abc\n=./voice"  # not read as NAME=SOURCE
+
+
+def test_an_item_over_the_character_limit_is_refused_before_any_work(tmp_path: Path) -> None:
+    """A 100 MB line was read, then synthesized until the worker held 23.6 GB."""
+    from yomiage.batch.items import MAX_ITEM_CHARS
+
+    long_line = json.dumps({"id": "big", "text": "あ" * (MAX_ITEM_CHARS + 1)}, ensure_ascii=False)
+    corpus = _write(tmp_path / "c.jsonl", '{"id": "ok", "text": "はい。"}\n' + long_line + "\n")
+    with pytest.raises(BatchInputError, match=r"item 'big' has more than 200,000 characters"):
+        read_items([corpus])
+    escaped = json.dumps({"id": "huge", "text": "あ" * (MAX_ITEM_CHARS + 1)})  # \\uXXXX each
+    huge = _write(tmp_path / "h.jsonl", escaped * 2 + "\n")  # past what a line is read for
+    with pytest.raises(BatchInputError, match=rf"{huge}:1: the line is longer than"):
+        read_items([huge])
+    book = _write(tmp_path / "book.txt", "今日はいい天気ですね。" * (MAX_ITEM_CHARS // 10))
+    with pytest.raises(BatchInputError, match=rf"{book}: item 'book' has more than"):
+        read_items([book])
+    at_limit = _write(tmp_path / "fits.txt", "あ" * MAX_ITEM_CHARS)
+    assert read_items([at_limit])[0].id == "fits"
+
+
+def _chunks(n: int, alive: list[weakref.ref[np.ndarray]]) -> Iterator[np.ndarray]:
+    rng = np.random.default_rng(0)
+    for k in range(n):
+        samples = (rng.standard_normal(5000) * (0.1 + k / n)).astype(np.float32)
+        alive.append(weakref.ref(samples))
+        yield samples
+
+
+@pytest.mark.parametrize("fmt", ["wav", "pcm", "flac"])
+def test_an_items_audio_is_written_as_it_is_made_not_held(tmp_path: Path, fmt: str) -> None:
+    """A worker held a whole item's audio (a 1.2 M-character item grew 2.5 MB/s): now
+    each chunk goes to disk as it comes, and nothing keeps an earlier one."""
+    from yomiage.audio import Audio
+    from yomiage.batch.audio_file import AudioFileWriter
+
+    refs: list[weakref.ref[np.ndarray]] = []
+    kept = []
+    with AudioFileWriter(tmp_path / f"x.{fmt}", fmt, 22050) as writer:
+        for samples in _chunks(40, refs):
+            writer.add(samples)
+            kept.append(samples.copy())  # the test's own copy, to compare with
+            del samples
+            # The writer kept no chunk (the generator still holds the one it last made).
+            assert all(ref() is None for ref in refs[:-1])
+        path = writer.finish()
+    assert path.parent == tmp_path and path.name.startswith(f".x.{fmt}.")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # the spool is gone
+    whole = Audio(np.concatenate(kept), 22050)
+    if fmt == "flac":
+        import soundfile
+
+        decoded, rate = soundfile.read(path, dtype="int16")
+        assert rate == 22050 and np.array_equal(decoded, whole.to_int16())
+    else:  # the bytes Audio.save writes: scaled by the whole item's peak
+        assert path.read_bytes() == whole.to_bytes(fmt)
+
+
+def test_a_failed_item_leaves_no_temporary_files(tmp_path: Path) -> None:
+    from yomiage.batch.audio_file import AudioFileWriter
+
+    def fail_mid_item() -> None:
+        with AudioFileWriter(tmp_path / "x.wav", "wav", 22050) as writer:
+            writer.add(np.ones(10, np.float32))
+            raise RuntimeError("the voice failed mid-item")
+
+    with pytest.raises(RuntimeError, match="mid-item"):
+        fail_mid_item()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_progress_is_shown_within_an_item_not_only_when_it_is_done() -> None:
+    """``batch`` showed nothing until a whole item was done: the bar now moves as a
+    worker reads the item, and a log gets a line on a long item now and then."""
+    import io
+
+    from yomiage.batch import BatchSummary, Event, ItemProgress
+    from yomiage.cli.batch_progress import BatchProgress
+
+    out = io.StringIO()
+    bar = BatchProgress(2, quiet=False, tty=True, out=out)
+    bar.item_progress(ItemProgress("ch1", 500, 1000, 60.0))
+    assert "0/2 items" in out.getvalue() and "(ch1 50%)" in out.getvalue()
+    assert "[#######" in out.getvalue()  # a quarter of the job: half of one of two items
+    summary = BatchSummary(items=2, made=1, audio_seconds=120.0)
+    bar(Event("ch1", "made", 120.0, summary))
+    assert out.getvalue().rsplit("\r", 1)[1].count("ch1") == 0  # done: no longer in hand
+    log = io.StringIO()
+    lines = BatchProgress(2, quiet=False, tty=False, out=log, line_seconds=0.0)
+    lines.item_progress(ItemProgress("ch2", 250, 1000, 30.0))
+    assert "[0/2] ch2: 250 of 1,000 characters read (25%), 30.0 s of audio so far" in log.getvalue()
+    quiet = io.StringIO()
+    BatchProgress(2, quiet=True, tty=False, out=quiet, line_seconds=0.0).item_progress(
+        ItemProgress("ch2", 250, 1000, 30.0)
+    )
+    assert quiet.getvalue() == ""
+
+
+_ORPHAN = """
+import sys, time
+sys.platform = "darwin"  # no prctl: the watchdog thread alone
+from yomiage.batch.lifeline import die_with_parent
+die_with_parent(int(sys.argv[1]), poll_seconds=0.05)
+print("ready", flush=True)
+time.sleep(600)
+"""
+_MIDDLE = """
+import os, subprocess, sys
+child = subprocess.Popen([sys.executable, "-c", sys.argv[1], str(os.getpid())],
+                         stdout=subprocess.PIPE, text=True)
+child.stdout.readline()
+print(child.pid, flush=True)
+"""
+
+
+@needs_proc
+def test_a_worker_without_prctl_still_dies_with_its_parent(tmp_path: Path) -> None:
+    """The portable fallback (a thread watching the parent) ends an orphaned worker."""
+    middle = subprocess.run([sys.executable, "-c", _MIDDLE, _ORPHAN], capture_output=True,
+                            text=True, timeout=120, start_new_session=True)  # fmt: skip
+    pid = int(middle.stdout)
+    fields = _stat(pid)
+    child = {pid: fields[19]} if fields else {}
+    try:
+        _wait_for(lambda: not _alive(child))
+        assert _alive(child) == []
+    finally:
+        for left in _alive(child):  # only the test's own child, never a reused pid
+            os.kill(left, signal.SIGKILL)

@@ -5,7 +5,7 @@ from yomiage.batch.items import BatchInputError, BatchItem, read_items
 from yomiage.batch.job import BatchSummary, Event, ItemPool, run_job
 from yomiage.batch.local import ProcessItemPool
 from yomiage.batch.outputs import Made, OutputFolder
-from yomiage.batch.worker import BatchSpec, ItemSynthesizer, WorkerStartError
+from yomiage.batch.worker import BatchSpec, ItemProgress, ItemSynthesizer, WorkerStartError
 
 __all__ = [
     "BatchInputError",
@@ -14,6 +14,7 @@ __all__ = [
     "BatchSummary",
     "Event",
     "ItemPool",
+    "ItemProgress",
     "ItemSynthesizer",
     "Made",
     "OutputFolder",

@@ -19,8 +19,18 @@ from typing import Any
 from yomiage.errors import OptionError, YomiageError
 from yomiage.options import SynthesisOptions
 
-_SAFE_ID = re.compile(r"^[\w][\w.\-]{0,127}$")
+# fullmatch: "$" would also accept an id ending in a newline ("abc\n").
+_SAFE_ID = re.compile(r"[\w][\w.\-]{0,127}")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
+# The most characters one item may have: about 8 hours of speech at the default
+# speed (a WAV file holds at most 13.5 h at 44.1 kHz). A worker holds an item's
+# text and its sentences' readings (about 200 bytes a character) while it
+# makes the item; its audio goes to disk as it is made. Longer texts are split
+# into several items (chapters); checked before any audio is made.
+MAX_ITEM_CHARS = 200_000
+# A line of JSONL read at most this far: the text's characters, each up to six
+# bytes as a JSON escape, and room for the other fields.
+_MAX_LINE_BYTES = 6 * MAX_ITEM_CHARS + 65536
 
 
 class BatchInputError(YomiageError, ValueError):
@@ -72,6 +82,8 @@ def read_items(paths: Iterable[Path | str]) -> list[BatchItem]:
 
 
 def _read_text(path: Path) -> str:
+    if path.stat().st_size > 4 * MAX_ITEM_CHARS:  # UTF-8 has at most 4 bytes a character
+        _too_long(f"{path}", path.stem, MAX_ITEM_CHARS + 1)
     try:
         return path.read_text("utf-8")
     except UnicodeDecodeError as exc:
@@ -79,8 +91,39 @@ def _read_text(path: Path) -> str:
         raise BatchInputError(f"{path}: not UTF-8 text ({where})") from None
 
 
+def _too_long(where: str, item_id: object, characters: int) -> None:
+    if characters > MAX_ITEM_CHARS:
+        raise BatchInputError(
+            f"{where}: item {item_id!r} has more than {MAX_ITEM_CHARS:,} characters, the most "
+            "one item may have (about 8 hours of speech); split it into several items"
+        )
+
+
+def _lines(path: Path) -> Iterable[tuple[int, str]]:
+    """Each line of ``path``, read no further than :data:`_MAX_LINE_BYTES` (a line of
+    100 MB is refused without being held)."""
+    with open(path, "rb") as f:
+        number = 0
+        while raw := f.readline(_MAX_LINE_BYTES + 1):
+            number += 1
+            where = f"{path}:{number}"
+            if len(raw) > _MAX_LINE_BYTES:
+                raise BatchInputError(
+                    f"{where}: the line is longer than {_MAX_LINE_BYTES:,} bytes; an item may "
+                    f"have at most {MAX_ITEM_CHARS:,} characters (about 8 hours of speech): "
+                    "split it into several items"
+                )
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BatchInputError(
+                    f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line)"
+                ) from None
+            yield number, line
+
+
 def _jsonl_items(path: Path) -> Iterable[BatchItem]:
-    for number, line in enumerate(_read_text(path).splitlines(), start=1):
+    for number, line in _lines(path):
         where = f"{path}:{number}"
         if not line.strip():
             continue
@@ -100,13 +143,14 @@ def _jsonl_items(path: Path) -> Iterable[BatchItem]:
 
 
 def _checked(item_id: Any, text: Any, voice: Any, options: Any, where: str) -> BatchItem:
-    if not isinstance(item_id, str) or not _SAFE_ID.match(item_id):
+    if not isinstance(item_id, str) or not _SAFE_ID.fullmatch(item_id):
         raise BatchInputError(
             f"{where}: id {item_id!r} must be 1-128 letters, digits, '_', '-' or '.' "
             "(it names the output file)"
         )
     if not isinstance(text, str) or not text.strip():
         raise BatchInputError(f"{where}: item {item_id!r} has no text")
+    _too_long(where, item_id, len(text))
     if voice is not None and not isinstance(voice, str):
         raise BatchInputError(f"{where}: voice must be a name")
     if not isinstance(options, dict):

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from yomiage.batch.items import BatchInputError, BatchItem
@@ -23,12 +24,14 @@ from yomiage.batch.worker import BatchSpec, WorkerStartError
 class ItemPool(Protocol):
     workers: int
 
-    def submit(self, item: BatchItem) -> Future[Made]: ...
+    def submit(self, item: BatchItem, into: Path) -> Future[Made]:
+        """Make ``item``'s audio: as bytes, or into a temporary file in the folder ``into``."""
 
     def restart(self) -> None:
         """Replace workers that died (their futures failed with ``broken``)."""
 
-    def close(self) -> None: ...
+    def close(self, *, now: bool = False) -> None:
+        """Stop the workers: after their items, or (``now``) at once."""
 
     broken: tuple[type[BaseException], ...]
 
@@ -98,7 +101,7 @@ def run_job(
         while queue and len(in_flight) < pool.workers:
             item = queue.pop()
             attempts[item.id] = attempts.get(item.id, 0) + 1
-            in_flight[pool.submit(item)] = (item, generation)
+            in_flight[pool.submit(item, outputs.root)] = (item, generation)
 
     try:
         fill()

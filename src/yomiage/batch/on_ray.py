@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from yomiage.batch.items import BatchItem
@@ -55,7 +56,9 @@ class RayItemPool:
         self._free = list(self._actors)
         self._lock = threading.Lock()
 
-    def submit(self, item: BatchItem) -> Future[Made]:
+    def submit(self, item: BatchItem, into: Path) -> Future[Made]:
+        """``item``'s audio as bytes (``into`` is the driver's folder, which an actor
+        on another machine cannot write to)."""
         with self._lock:
             if not self._free:
                 raise RuntimeError("more items in flight than workers")
@@ -72,7 +75,8 @@ class RayItemPool:
     def restart(self) -> None:
         """Nothing to do: Ray restarts an actor whose process died."""
 
-    def close(self) -> None:
+    def close(self, *, now: bool = False) -> None:
+        """Kill the actors (Ray stops their items at once either way)."""
         for actor in self._actors:
             self._ray.kill(actor)
         self._actors, self._free = [], []

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,11 +24,14 @@ RECORDS = ".yomiage-batch"
 
 @dataclass(frozen=True)
 class Made:
-    """An item's audio, made by a worker: encoded bytes and their length in seconds."""
+    """An item's audio, made by a worker: encoded bytes and their length in seconds, or
+    (``path``) a temporary file in the output folder that holds them (a local worker
+    writes it as it makes the audio; :meth:`OutputFolder.write` renames it into place)."""
 
     id: str
     data: bytes
     seconds: float
+    path: str | None = None
 
 
 class OutputFolder:
@@ -58,12 +62,18 @@ class OutputFolder:
     def write(self, made: Made, digest: str) -> Path:
         """The audio, then its record (both atomic): the record is the mark of done.
 
-        Temporary files an earlier run left for this item (a job killed mid-write
-        leaves one; it never has the final name) are removed first."""
+        Temporary files an earlier run or attempt left for this item (a job killed
+        mid-write leaves one; it never has the final name) are removed first."""
+        ours = Path(made.path) if made.path is not None else None
         for final in (self.audio_path(made.id), self._record_path(made.id)):
             for leftover in final.parent.glob(f".{glob.escape(final.name)}.*"):
-                leftover.unlink(missing_ok=True)
-        path = write_atomic(self.audio_path(made.id), made.data)
+                if leftover != ours:
+                    leftover.unlink(missing_ok=True)
+        if ours is not None:
+            path = self.audio_path(made.id)
+            os.replace(ours, path)  # the worker wrote it in this folder: an atomic rename
+        else:
+            path = write_atomic(self.audio_path(made.id), made.data)
         record = {"digest": digest, "seconds": made.seconds, "format": self.fmt}
         write_atomic(self._record_path(made.id), json.dumps(record))
         return path

@@ -8,7 +8,10 @@ the same command again. Worker processes each load the voices once.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from yomiage.cli.engine_options import (
@@ -25,6 +28,8 @@ EXAMPLES = """examples:
   (corpus.jsonl: one {"id": "...", "text": "...", "voice"?: "...", "options"?: {...}} per line)
 """
 FORMATS = ("wav", "flac", "ogg", "mp3")
+INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT), as the other commands
+TERMINATED = 143  # after SIGTERM (128 + SIGTERM), as a shell reports a process it ended
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -113,11 +118,42 @@ def run(args: argparse.Namespace) -> int:
 
         pool: ItemPool = RayItemPool(spec, args.jobs, args.ray or None)
     else:
-        pool = ProcessItemPool(spec, args.jobs)
+        pool = ProcessItemPool(spec, args.jobs, on_progress=progress.item_progress)
+    now = False  # stop the workers at once (interrupted), not after their items
     try:
-        summary = run_job(items, outputs, spec, pool, retries=args.retries, on_event=progress)
+        with _sigterm_interrupts():
+            summary = run_job(items, outputs, spec, pool, retries=args.retries, on_event=progress)
+    except KeyboardInterrupt as stop:
+        now = True
+        progress.close()
+        print("yomiage batch: interrupted; run again to resume", file=sys.stderr)
+        return TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
     finally:
         progress.close()
-        pool.close()
+        pool.close(now=now)
     progress.report(summary)
     return 1 if summary.failed else 0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, handled as Ctrl-C is (a second one while stopping stops at once)."""
+
+
+@contextlib.contextmanager
+def _sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` in the main thread, so a job stopped by a
+    service manager or ``kill`` stops as Ctrl-C stops it: workers killed, the
+    message printed, every item already made kept."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: signals cannot be handled here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
