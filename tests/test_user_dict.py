@@ -5,12 +5,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from yomiage.errors import UserDictionaryError
+from yomiage.errors import DictionaryFullError, UserDictionaryError
 from yomiage.text import Frontend, UserDictionary
-from yomiage.text.user_dict import UserWord
+from yomiage.text.user_dict import MAX_WORDS, UserWord
 
 
 def test_word_changes_reading_at_once_and_only_in_its_frontend(tmp_path: Path) -> None:
@@ -255,3 +256,101 @@ def test_processes_adding_at_once_lose_no_word(tmp_path: Path) -> None:
             for prefix in ("甲", "乙", "丙")]  # fmt: skip
     assert [r.wait(timeout=120) for r in runs] == [0, 0, 0]
     assert len(UserDictionary(path).words) == 45
+
+
+# -- issue 22: a word cap, and changes from other processes --------------------------
+
+
+def _words(count: int) -> list[UserWord]:
+    """``count`` distinct valid words (語 and three kana)."""
+    kana = "アイウエオカキクケコサシスセソタチツテトナニヌネノハヒフヘホマミムメモ"
+    n = len(kana)
+    return [
+        UserWord.create("語" + kana[i // n // n % n] + kana[i // n % n] + kana[i % n], "テスト")
+        for i in range(count)
+    ]
+
+
+def test_adding_past_the_word_cap_fails_and_leaves_the_dictionary_unchanged(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "d.json"
+    frontend = Frontend(UserDictionary(path, max_words=3))
+    frontend.update_words(_words(3))
+    saved = path.read_bytes()
+    with pytest.raises(DictionaryFullError, match="at most 3"):
+        frontend.add_word("担々麺", "タンタンメン")
+    with pytest.raises(DictionaryFullError):
+        frontend.update_words(_words(5))
+    assert path.read_bytes() == saved
+    assert len(frontend.words) == 3 and "担々麺" not in {w.surface for w in frontend.words}
+    # Replacing a word, or adding one after a removal, is still allowed at the cap.
+    frontend.add_word(_words(1)[0].surface, "カエタ")
+    frontend.remove_word(_words(1)[0].surface)
+    frontend.add_word("担々麺", "タンタンメン")
+    assert frontend.g2p("担々麺").readings[0] == "タンタンメン"
+
+
+def test_the_default_word_cap_is_ten_thousand() -> None:
+    assert MAX_WORDS == 10_000
+    dictionary = UserDictionary()
+    dictionary.update(_words(MAX_WORDS))
+    with pytest.raises(DictionaryFullError, match="10000"):
+        dictionary.add("担々麺", "タンタンメン")
+    assert len(dictionary.words) == MAX_WORDS
+
+
+def test_an_add_does_not_parse_an_unchanged_file_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single add cost a parse and check of every word of the file: skipped when the
+    file is the one this dictionary last read or saved."""
+    path = tmp_path / "d.json"
+    dictionary = UserDictionary(path)
+    dictionary.update(_words(50))
+    reads: list[Path] = []
+    real = UserDictionary._read
+
+    def counting(self: UserDictionary, p: Path, *, warn: bool) -> Any:
+        reads.append(p)
+        return real(self, p, warn=warn)
+
+    monkeypatch.setattr(UserDictionary, "_read", counting)
+    dictionary.add("担々麺", "タンタンメン")
+    dictionary.add("鬼滅", "キメツ")
+    assert reads == []
+    UserDictionary(path).add("呪術", "ジュジュツ")  # another process's change is read
+    reads.clear()
+    dictionary.add("推し", "オシ")
+    assert reads == [path]
+    assert {"担々麺", "鬼滅", "呪術", "推し"} <= dictionary.surfaces
+
+
+def test_a_frontend_sees_words_another_process_added(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server started before `yomiage dict add` kept the old words without saying so."""
+    path = tmp_path / "shared.json"
+    server = Frontend(path)
+    before = server.g2p("担々麺を食べた。").readings
+    cli = Frontend(path)
+    cli.add_word("担々麺", "タンタンメン", accent=3)
+    with caplog.at_level("INFO", logger="yomiage.text.frontend"):
+        assert server.g2p("担々麺を食べた。").readings[0] == "タンタンメン"
+    assert "user dictionary reloaded (1 words)" in caplog.text
+    assert [w.surface for w in server.words] == ["担々麺"]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="yomiage.text.frontend"):
+        server.g2p("担々麺を食べた。")  # unchanged: no second reload
+    assert "reloaded" not in caplog.text
+    cli.remove_word("担々麺")
+    assert server.g2p("担々麺を食べた。").readings == before
+
+
+def test_a_file_broken_while_running_keeps_the_words_in_memory(tmp_path: Path) -> None:
+    path = tmp_path / "shared.json"
+    frontend = Frontend(path)
+    frontend.add_word("担々麺", "タンタンメン")
+    path.write_text("{half a file", encoding="utf-8")
+    assert frontend.g2p("担々麺").readings[0] == "タンタンメン"
+    assert frontend.user_dictionary.problem is not None

@@ -54,6 +54,10 @@ class DictionaryStorageError(UserDictionaryError):
     """The user dictionary's file cannot be read or written; nothing was changed."""
 
 
+class DictionaryFullError(UserDictionaryError):
+    """The change would take the user dictionary past its word cap; nothing was changed."""
+
+
 class DictionaryNotFoundError(YomiageError):
     """The bundled OpenJTalk dictionary is missing from the installation."""
 
@@ -62,11 +66,16 @@ class ModelLoadError(YomiageError):
     """A voice or BERT folder is missing, corrupt or does not match the architecture."""
 
 
+def install_hint(extra: str) -> str:
+    """How to install an extra, from PyPI and (until yomiage is published there) a checkout."""
+    return f"pip install 'yomiage[{extra}]' (from a checkout: pip install '.[{extra}]')"
+
+
 class MissingExtraError(YomiageError, ImportError):
     """A feature needs an optional dependency that is not installed; names the extra."""
 
     def __init__(self, feature: str, extra: str, module: str) -> None:
-        super().__init__(f"{feature} needs the '{module}' package: pip install 'yomiage[{extra}]'")
+        super().__init__(f"{feature} needs the '{module}' package: {install_hint(extra)}")
         self.extra = extra
         self._args = (feature, extra, module)
 

@@ -63,8 +63,15 @@ def to_vtt(cues: Sequence[Span]) -> str:
     return "WEBVTT\n\n" + "\n".join(blocks)
 
 
-def to_json(cues: Sequence[Span], timings: Timings, duration: float) -> str:
-    """Sentences, words and phonemes (blanks and pads as ``_``), times in seconds."""
+def to_json(
+    cues: Sequence[Span], timings: Timings, duration: float, *, blanks: bool = False
+) -> str:
+    """Sentences, words and phonemes, times in seconds. The phonemes leave out the
+    ``_`` blanks and pads, their time merged into a neighbour
+    (:func:`~yomiage.audio.timings.merge_blanks`); ``blanks=True`` keeps every
+    token the model read, blanks included."""
+    if not blanks:
+        timings = timings.without_blanks()
 
     def spans(items: Sequence[Span]) -> list[dict[str, object]]:
         return [{"text": s.text, "start": round(s.start, 6), "end": round(s.end, 6)} for s in items]

@@ -4,6 +4,8 @@ Times come from whole frames (``frames * hop`` samples) plus the sentence's
 sample offset in the output, so they line up with the audio to the sample
 (spec §8.4). Every synthesizer token gets an entry, blanks and pads included
 (shown as ``_``), as the reference does; words cover their phones only.
+:meth:`Timings.without_blanks` gives the phonemes alone (what lip-sync wants,
+and what the JSON timings file holds), each blank's time given to a neighbour.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import numpy.typing as npt
 
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import SYMBOLS, ModelInputs
+
+BLANK = "_"  # the token between phonemes (and the pad at each end of a sentence)
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,39 @@ class Timings:
         return cls(
             tuple(s for p in parts for s in p.phonemes), tuple(s for p in parts for s in p.words)
         )
+
+    def without_blanks(self) -> Timings:
+        """These timings with no ``_`` blank or pad among the phonemes (see
+        :func:`merge_blanks`); the words are unchanged."""
+        return Timings(merge_blanks(self.phonemes), self.words)
+
+
+def merge_blanks(spans: Sequence[Span]) -> tuple[Span, ...]:
+    """``spans`` without the ``_`` blanks and pads, their time given to a neighbour.
+
+    A blank goes to the phoneme that ends where it starts (the one before it); a
+    blank with none before it (a sentence's leading pad) goes to the phoneme that
+    starts where it ends. So the spans stay contiguous within a sentence, cover
+    the same time, and every boundary is one of the original ones (exact to the
+    sample); a pause between sentences stays a gap.
+    """
+    out: list[Span] = []
+    pending: Span | None = None  # blanks not yet given to a phoneme
+    for span in spans:
+        if span.text == BLANK:
+            if pending is None and out and out[-1].end == span.start:
+                out[-1] = Span(out[-1].text, out[-1].start, span.end)
+            elif pending is not None and pending.end == span.start:
+                pending = Span(BLANK, pending.start, span.end)
+            else:
+                pending = span
+            continue
+        start = span.start
+        if pending is not None and pending.end == span.start:
+            start = pending.start
+        pending = None
+        out.append(Span(span.text, start, span.end))
+    return tuple(out)
 
 
 def sentence_timings(

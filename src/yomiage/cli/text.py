@@ -17,7 +17,13 @@ EXAMPLES_DICT = """examples:
   yomiage dict add 担々麺 タンタンメン --accent 3
   yomiage dict list
   yomiage dict remove 担々麺
+  yomiage dict add 担々麺 タンタンメン --user-dict ./words.json
+
+The words live in one JSON file (default: the per-user one; $YOMIAGE_USER_DICT
+or --user-dict choose another), at most 10,000 words. A running server that
+uses the same file picks up changes on its next request.
 """
+USER_DICT_HELP = "user dictionary JSON (default: the per-user one)"
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,11 +46,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EXAMPLES_DICT,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    dct.add_argument(
-        "--user-dict", metavar="PATH", help="user dictionary JSON (default: the per-user one)"
-    )
+    dct.add_argument("--user-dict", metavar="PATH", help=USER_DICT_HELP)
     actions = dct.add_subparsers(dest="action", metavar="ACTION", required=True)
     add = actions.add_parser("add", help="add or replace a word")
+    _user_dict_argument(add)
     add.add_argument("surface", help="the word as written, e.g. 担々麺")
     add.add_argument("reading", help="its reading in katakana, e.g. タンタンメン")
     add.add_argument(
@@ -58,9 +63,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     lst = actions.add_parser("list", help="list the words")
     lst.add_argument("--json", action="store_true")
+    _user_dict_argument(lst)
     rm = actions.add_parser("remove", help="remove a word")
     rm.add_argument("surface")
+    _user_dict_argument(rm)
     dct.set_defaults(func=run_dict)
+
+
+def _user_dict_argument(parser: argparse.ArgumentParser) -> None:
+    """``--user-dict`` after the action too (``dict add W R --user-dict X``), as
+    ``generate`` takes it; SUPPRESS keeps one given before the action."""
+    parser.add_argument("--user-dict", metavar="PATH", default=argparse.SUPPRESS,
+                        help=USER_DICT_HELP)  # fmt: skip
 
 
 def _texts(args: list[str]) -> Iterator[str]:
@@ -110,7 +124,8 @@ def run_g2p(args: argparse.Namespace) -> int:
 def run_dict(args: argparse.Namespace) -> int:
     from yomiage.text import Frontend, UserDictionary, default_user_dictionary_path
 
-    dictionary = UserDictionary(args.user_dict or default_user_dictionary_path())
+    path = args.user_dict or default_user_dictionary_path()
+    dictionary = UserDictionary(path)
     if args.action in ("add", "remove"):
         # Through a frontend, so a word is compiled (and checked) before it is saved.
         frontend = Frontend(dictionary)
@@ -118,15 +133,19 @@ def run_dict(args: argparse.Namespace) -> int:
             word = frontend.add_word(
                 args.surface, args.reading, args.accent, args.priority, args.type
             )
-            print(f"added {word.surface} = {word.reading} (accent {word.accent})")
+            print(f"added {word.surface} = {word.reading} (accent {word.accent}) to {path}")
         else:
             removed = frontend.remove_word(args.surface)
-            print(f"removed {removed.surface}")
+            print(f"removed {removed.surface} from {path}")
         return 0
+    words = dictionary.words
+    # The file on stderr, so stdout stays the words alone (for scripts and --json).
+    count = f"{len(words)} word{'s' * (len(words) != 1)}" if words else "no words"
+    print(f"{count} in {path}", file=sys.stderr)
     if args.json:
-        print(json.dumps([w.__dict__ for w in dictionary.words], ensure_ascii=False))
+        print(json.dumps([w.__dict__ for w in words], ensure_ascii=False))
         return 0
-    for w in dictionary.words:
+    for w in words:
         print(f"{w.surface}\t{w.reading}\taccent={w.accent}\tpriority={w.priority}\t{w.word_type}")
     if dictionary.problem:
         print(f"yomiage dict: {dictionary.problem}", file=sys.stderr)

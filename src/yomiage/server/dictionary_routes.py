@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 
-from yomiage.errors import DictionaryStorageError, UnknownWordError, UserDictionaryError
+from yomiage.errors import (
+    DictionaryFullError,
+    DictionaryStorageError,
+    UnknownWordError,
+    UserDictionaryError,
+)
 from yomiage.server.errors import APIError
 from yomiage.server.schemas import WordRequest
 from yomiage.server.worker import WorkerCrashed, WorkerUnavailable
@@ -80,6 +85,8 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
             )  # fmt: skip
         except DictionaryStorageError as exc:
             raise APIError(500, str(exc), code="dictionary_not_saved") from None
+        except DictionaryFullError as exc:  # the word cap (MAX_WORDS): remove words first
+            raise APIError(409, str(exc), code="dictionary_full") from None
         except UserDictionaryError as exc:
             raise APIError(400, str(exc), code="invalid_word") from None
         return record(word)

@@ -60,6 +60,10 @@ class Frontend:
     A word is compiled and checked before it is saved, so a word that MeCab
     rejects never reaches the file; words of an older file that it rejects
     are skipped with a warning (:attr:`rejected_words`), never fatal.
+
+    Changes another process makes to the dictionary's file (``yomiage dict add``
+    while a server runs) apply from the next call: each call stats the file and
+    rebuilds the analysers when it changed, logging "user dictionary reloaded".
     """
 
     def __init__(
@@ -77,6 +81,18 @@ class Frontend:
         self._dictionary_dir = dictionary_dir or bundled_dictionary_dir()
         self._rebuild_lock = threading.Lock()
         self._analysers = self._build(user_dictionary.words)
+
+    def _current(self) -> _Analysers:
+        """The analysers, rebuilt first if the dictionary's file changed on disk."""
+        dictionary = self.user_dictionary
+        if dictionary.changed_on_disk():
+            with self._rebuild_lock:
+                if dictionary.reload_if_changed():
+                    words = dictionary.words
+                    self._analysers = self._build(words)
+                    log.info("user dictionary reloaded (%d words) from %s",
+                             len(words), dictionary.path)  # fmt: skip
+        return self._analysers
 
     def _build(self, words: Sequence[UserWord]) -> _Analysers:
         """Fresh analysers over ``words``; words MeCab rejects are left out (with a warning)."""
@@ -178,14 +194,18 @@ class Frontend:
 
     @property
     def words(self) -> tuple[UserWord, ...]:
+        self._current()
         return self.user_dictionary.words
 
     # -- text ----------------------------------------------------------------
     def normalize(self, text: str) -> str:
         """The normalized text the g2p reads (numbers and English already in words)."""
+        return self._normalize(text, self._current())
+
+    @staticmethod
+    def _normalize(text: str, analysers: _Analysers) -> str:
         if not isinstance(text, str):
             raise TextError(f"text must be a str, not {type(text).__name__}")
-        analysers = self._analysers
         return normalize(text, analysers.english, analysers.keep_words, analysers.ten_sound_change)
 
     def split_sentences(self, text: str, max_length: int | None = None) -> list[str]:
@@ -200,15 +220,16 @@ class Frontend:
 
         Raises :class:`TextError` when nothing in ``text`` can be read aloud.
         """
-        normalized = self.normalize(text)
+        analysers = self._current()
+        normalized = self._normalize(text, analysers)
         if not normalized.strip("!?…,.'-"):
             raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters")
-        return g2p(normalized, self._analysers.openjtalk)
+        return g2p(normalized, analysers.openjtalk)
 
     def accent_phrases(self, phonemes: Phonemes) -> list[PhraseSpec]:
         """The accent phrases and moras of a sentence :meth:`g2p` read (the structure
         VOICEVOX editors show), from the same OpenJTalk analysis of its text."""
-        _, labels = self._analysers.openjtalk.analyze(phonemes.text)
+        _, labels = self._current().openjtalk.analyze(phonemes.text)
         return accent_phrases_from_labels(labels)
 
     def close(self) -> None:

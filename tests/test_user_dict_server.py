@@ -1,0 +1,65 @@
+"""The server's user dictionary: the word cap over HTTP, and words another process
+(``yomiage dict add``) writes to the file while the server runs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+
+from tests.serving import serve
+from yomiage import TTS
+from yomiage.server import ServerConfig
+from yomiage.text import UserDictionary
+
+pytestmark = pytest.mark.server
+
+
+@pytest.fixture
+def shared(tmp_path: Path) -> Path:
+    return tmp_path / "user_dict.json"
+
+
+@pytest.fixture
+def tts(test_voice: Path, shared: Path) -> Iterator[TTS]:
+    """An engine over a file-backed dictionary of at most two words."""
+    engine = TTS(threads=1, user_dictionary=UserDictionary(shared, max_words=2))
+    yield engine.load("tiny", source=test_voice).prepare()
+    engine.close()
+
+
+def test_a_full_dictionary_is_409_and_changes_nothing(tts: TTS, shared: Path) -> None:
+    config = ServerConfig(warmup=False, dict_api="write")
+    with serve(tts, config) as running, running.client() as http:
+        for surface, reading in (("鬼滅", "キメツ"), ("呪術", "ジュジュツ")):
+            word = {"surface": surface, "reading": reading}
+            assert http.post("/v1/dictionary", json=word).status_code == 201
+        saved = shared.read_bytes()
+        full = http.post("/v1/dictionary", json={"surface": "担々麺", "reading": "タンタンメン"})
+        assert full.status_code == 409
+        error = full.json()["error"]
+        assert error["code"] == "dictionary_full" and "at most 2" in error["message"]
+        vox = http.post(
+            "/user_dict_word",
+            params={
+                "surface": "担々麺",
+                "pronunciation": "タンタンメン",
+                "accent_type": 0,
+            },
+        )
+        assert vox.status_code == 422 and "at most 2" in vox.text
+        assert shared.read_bytes() == saved
+        assert len(http.get("/v1/dictionary").json()["words"]) == 2
+
+
+def test_a_running_server_sees_words_added_from_the_command_line(tts: TTS, shared: Path) -> None:
+    with serve(tts, ServerConfig(warmup=False)) as running, running.client() as http:
+        assert http.get("/v1/dictionary").json() == {"words": []}
+        UserDictionary(shared).add("担々麺", "タンタンメン", accent=3)  # as `yomiage dict add`
+        words = http.get("/v1/dictionary").json()["words"]
+        assert [w["surface"] for w in words] == ["担々麺"]
+        assert "タンタンメン" in tts.frontend.g2p("担々麺を食べる").readings
