@@ -103,6 +103,9 @@ def test_timings_files(test_voice: Path, tmp_path: Path, suffix: str) -> None:
         assert record["words"][0]["text"] == "こんにちは"
         ends = [s["end"] for s in record["phonemes"]]
         assert ends == sorted(ends) and ends[-1] <= duration + 1e-6
+        # Phonemes only: the model's "_" blanks are merged into their neighbours.
+        phones = [s["text"] for s in record["phonemes"]]
+        assert "_" not in phones and phones[:5] == ["k", "o", "N", "n", "i"]
     else:
         assert "こんにちは。" in text and "今日はいい天気ですね。" in text
         separator = "," if suffix == ".srt" else "."
@@ -118,7 +121,7 @@ def test_timings_files(test_voice: Path, tmp_path: Path, suffix: str) -> None:
         (["--speaker-id", "nobody"], "unknown speaker 'nobody'"),
         (["--speed", "0"], "speed must be between"),
         (["--timings", "x.txt"], "--timings takes a .json, .srt or .vtt file"),
-        (["--file", "/nonexistent/in.txt"], "No such file"),
+        (["--file", "/nonexistent/in.txt"], "cannot read /nonexistent/in.txt: no such file"),
     ],
 )
 def test_errors_are_one_line(
@@ -216,3 +219,31 @@ def test_decoder_and_quick_start_flags(
     assert main(_args(test_voice, "はい。", "-o", str(out), "--decoder", "int8")) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--decoder int8" in err
+
+
+def test_verbose_names_the_runtime_precision_and_threads_of_each_voice(
+    test_voice: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``-v`` did not say which engine, precision and threads ran the voice."""
+    caplog.set_level("INFO", logger="yomiage.cli")
+    assert main(_args(test_voice, TEXT, "-o", str(tmp_path / "a.wav"), "-q", "-v")) == 0
+    [line] = [r.getMessage() for r in caplog.records if r.getMessage().startswith("voice tiny:")]
+    assert line.endswith("BERT q8, 2 threads"), line
+    assert "ONNX Runtime" in line or "OpenVINO" in line, line
+
+
+def test_mp3_output_says_it_is_encoding(
+    test_voice: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The bar sat full and silent for seconds while a long text was encoded to mp3."""
+    pytest.importorskip("soundfile")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # the progress is on a terminal
+    assert main(_args(test_voice, TEXT, "-o", str(tmp_path / "a.mp3"))) == 0
+    err = capsys.readouterr().err
+    assert "\rencoding mp3…" in err and "encoding mp3… done in " in err
+    assert err.index("encoding mp3… done") < err.index("wrote ")
+    assert main(_args(test_voice, TEXT, "-o", str(tmp_path / "a.wav"))) == 0
+    assert "encoding" not in capsys.readouterr().err  # a WAV is written at once

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -40,3 +41,37 @@ def test_model_examples(tmp_path: Path) -> None:
     exec(compile(code, "README.md", "exec"), namespace)
     assert namespace["chunks"]
     assert (tmp_path / "hello.wav").stat().st_size > 44100
+
+
+ROOT = README.parent
+
+
+def _first_setup_command() -> str:
+    [setup] = [b for b in _blocks("sh") if "pip install -e" in b]
+    return setup.splitlines()[0]
+
+
+def test_first_setup_command_speaks_as_ci_runs_it() -> None:
+    """Issue 22 (9): the first command ended by printing phonemes, not by speaking."""
+    last = _first_setup_command().split(" && ")[-1]
+    assert last.startswith(".venv/bin/yomiage generate ") and "tests/data/voices/tiny" in last
+    assert last in (ROOT / ".ci" / "run").read_text("utf-8").splitlines()
+
+
+def test_the_readme_links_nothing_a_clone_lacks() -> None:
+    assert "../shared" not in README.read_text("utf-8").split("## Set-up for development")[0]
+    assert "DESIGN.md" not in README.read_text("utf-8")
+
+
+def test_speak_with_the_user_install(tmp_path: Path) -> None:
+    """Issue 22 (9): the README's Speak section needed torch; its first commands use the
+    committed voices, which run without it (subprocesses that block torch's import)."""
+    [speak] = [b for b in _blocks("sh") if "tests/data/aivmx/tiny.aivmx" in b]
+    no_torch = "import sys; sys.modules['torch'] = None; from yomiage.cli import main; "
+    for number, line in enumerate(speak.splitlines()):
+        args = shlex.split(line.split("#")[0])[1:]
+        out = tmp_path / f"{number}.wav"
+        args[args.index("-o") + 1] = str(out)
+        code = no_torch + f"sys.exit(main({args!r} + ['--cache-dir', {str(tmp_path)!r}]))"
+        subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True, capture_output=True)
+        assert out.stat().st_size > 44

@@ -30,11 +30,12 @@ from yomiage.errors import (
     YomiageError,
 )
 from yomiage.runtime.bundle import FORMAT_VERSION
-from yomiage.runtime.layouts import VoiceLayout, detect_layout
+from yomiage.runtime.layouts import CHECKPOINT_SUFFIX, VoiceLayout, detect_layout
 from yomiage.sources import (
     BERT,
     Cache,
     HubSource,
+    LocalSource,
     download,
     names,
     parse,
@@ -85,6 +86,9 @@ class Artifacts:
 
     def voice_folder(self, name: str, source: str | Path) -> Path:
         """The folder the backend loads for voice ``name`` (converted once if need be)."""
+        checkpoint = checkpoint_file(source)
+        if checkpoint is not None:
+            return self._checkpoint_voice(checkpoint)
         folder = self._resolve(source)
         aivmx = aivmx_file(folder, name)
         if aivmx is not None:
@@ -153,6 +157,18 @@ class Artifacts:
         return fetched + fetch([], bert=True)
 
     # -- internals --------------------------------------------------------------
+    def _checkpoint_voice(self, checkpoint: Path) -> Path:
+        """One checkpoint of an SBV2 folder: the file itself for PyTorch, else its bundle
+        (converted once, keyed on the folder and the checkpoint's name)."""
+        if self.backend == "torch":
+            return checkpoint
+
+        def convert(folder: Path, out: Path) -> object:
+            return _convert_voice(checkpoint, out)
+
+        folder = checkpoint.parent
+        return convert_once("voice", folder, self.cache, "voice.json", convert, checkpoint.name)
+
     def _resolve(self, source: str | Path) -> Path:
         return resolve_name(
             source,
@@ -194,6 +210,22 @@ class Artifacts:
                 continue
             return bert, tokenizer
         return None
+
+
+def checkpoint_file(source: str | Path) -> Path | None:
+    """A local ``.safetensors`` file given as a voice: one checkpoint of the SBV2 folder
+    that holds it (to choose among several; a folder alone means its newest)."""
+    src = parse(source)
+    if not isinstance(src, LocalSource) or src.path.suffix.lower() != CHECKPOINT_SUFFIX:
+        return None
+    path = src.path.expanduser()
+    if not path.is_file() or detect_layout(path.parent) is not VoiceLayout.SBV2:
+        raise SourceNotFoundError(
+            f"voice source {str(source)!r}: not a checkpoint in an SBV2 folder (config.json "
+            "and style_vectors.npy beside it)",
+            source=str(source),
+        )
+    return path
 
 
 def _is_remote(source: str | Path) -> bool:
@@ -298,7 +330,7 @@ def _made_once(
 def _convert_voice(folder: Path, out: Path) -> object:
     from yomiage.export.convert import convert_voice
 
-    return convert_voice(folder, out)
+    return convert_voice(folder, out, progress=log.info)  # says which checkpoint it read
 
 
 def _bert_converter(quantize: str) -> Callable[[Path, Path], object]:

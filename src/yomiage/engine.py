@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 
 from yomiage.artifacts import Artifacts
-from yomiage.errors import ModelLoadError, NotPreparedError
+from yomiage.errors import ModelLoadError, NotPreparedError, install_hint
 from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.placement import check_decoder_precision
@@ -290,7 +290,7 @@ class TTS:
             from yomiage.runtime.torch_backend import TorchBackend
         except ImportError as exc:
             raise ModelLoadError(
-                f"the PyTorch backend needs torch: pip install 'yomiage[torch]' ({exc})"
+                f"the PyTorch backend needs torch: {install_hint('torch')} ({exc})"
             ) from exc
         return TorchBackend(bert_dir, device=self.device, threads=self.threads)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yomiage.limits import Limits
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
     from yomiage.engine import TTS
 
 VoiceSource = tuple[str, str | None]  # (name, source); source None: a catalog name
-_NAME = re.compile(r"^[\w.-]+$")
+_NAME = re.compile(r"[\w.-]+")  # fullmatch: "$" accepts a trailing newline
 # The command line's --quantize (and the Ray app's quantize) to TTS's bert_precision.
 QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
 
@@ -88,7 +89,7 @@ def parse_voices(names: Iterable[str] = (), models: Iterable[str] = ()) -> tuple
     out: list[VoiceSource] = [(n, None) for n in names]
     for model in models:
         name, sep, source = model.partition("=")
-        if not sep or not _NAME.match(name):
+        if not sep or not _NAME.fullmatch(name):
             name, source = model_name(model), model
         out.append((name, source))
     if not out:
@@ -102,8 +103,15 @@ def parse_voices(names: Iterable[str] = (), models: Iterable[str] = ()) -> tuple
 
 
 def model_name(source: str) -> str:
-    """A voice name for a source: its last path part (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``;
-    ``voices/mine.aivmx`` → ``mine``)."""
+    """A voice name for a source: for a local voice the name its model gives itself
+    (:func:`~yomiage.runtime.layouts.declared_name`), else its last path part
+    (``hf://o/r/jvnv-F1-jp`` → ``jvnv-F1-jp``; ``voices/mine.aivmx`` → ``mine``)."""
+    if "://" not in source:
+        from yomiage.runtime.layouts import declared_name
+
+        declared = declared_name(Path(source).expanduser())
+        if declared:
+            return declared
     path = source.split("://", 1)[-1].split("@", 1)[0].rstrip("/\\")
     last = re.split(r"[/\\]", path)[-1]
     if last.lower().endswith(".aivmx"):

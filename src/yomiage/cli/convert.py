@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 
 # Measured with /usr/bin/time on the full-size synthetic voice and BERT, 2 cores.
 MEMORY_NOTE = (
@@ -49,13 +51,65 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     conv.set_defaults(func=run)
 
 
+# How often a step that is still running says so (the BERT's export is silent for a minute).
+HEARTBEAT_SECONDS = 10.0
+
+
+class Heartbeat:
+    """Progress lines ``[  12.3 s] step``, and while one step runs long, a line every
+    ``every`` seconds saying it still runs: the BERT's export and quantization
+    print nothing for a minute or more, which looked like a hang."""
+
+    def __init__(self, write: Callable[[str], None], every: float = HEARTBEAT_SECONDS) -> None:
+        self.write = write
+        self.every = every
+        self.started = time.perf_counter()
+        self._step: tuple[str, float] | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name="convert-heartbeat", daemon=True)
+
+    def __call__(self, step: str) -> None:
+        now = time.perf_counter()
+        with self._lock:
+            self._step = (step, now)
+            self.write(f"[{now - self.started:6.1f} s] {step}")
+
+    def _beat(self) -> None:
+        while not self._stop.wait(self.every):
+            now = time.perf_counter()
+            with self._lock:
+                if self._step is not None and now - self._step[1] >= self.every / 2:
+                    step, since = self._step
+                    self.write(f"[{now - self.started:6.1f} s] ... still {step} "
+                               f"({now - since:.0f} s so far)")  # fmt: skip
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _stderr_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def run(args: argparse.Namespace) -> int:
-    started = time.perf_counter()
+    if args.quiet:
+        return _run(args, lambda step: None)
+    with Heartbeat(_stderr_line) as progress:
+        return _run(args, progress)
 
-    def progress(step: str) -> None:
-        if not args.quiet:
-            print(f"[{time.perf_counter() - started:6.1f} s] {step}", file=sys.stderr, flush=True)
 
+def _run(args: argparse.Namespace, progress: Callable[[str], None]) -> int:
     out = Path(args.out_dir)
     if Path(args.sbv2_dir).suffix.lower() == ".aivmx":
         if args.decoder == "int8":

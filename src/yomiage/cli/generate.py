@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
 from collections.abc import Iterator
@@ -65,7 +66,10 @@ def read_text(args: argparse.Namespace) -> str:
     if args.file == "-" or (args.file is None and args.text == "-"):
         return sys.stdin.read()
     if args.file is not None:
-        return Path(args.file).read_text(encoding="utf-8")
+        try:
+            return Path(args.file).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise ValueError(f"cannot read {args.file}: no such file") from None
     if args.text is None:
         raise ValueError("give the text to read, '-' for stdin, or --file PATH")
     return str(args.text)
@@ -92,6 +96,10 @@ def run(args: argparse.Namespace) -> int:
     with make_tts(args) as tts:
         tts.prepare()
         [speaker] = tts.speakers.values()
+        from yomiage.cli.runtime_info import log_voice_runtimes
+
+        bert = tts.bert_precision if tts.backend_name == "onnx" else None
+        log_voice_runtimes({n: s.runtime for n, s in tts.speakers.items()}, tts.threads, bert)
         options = synthesis_options(args, speaker)
         loaded = time.perf_counter()
         progress = Progress(len(text.strip()), enabled=not args.quiet and sys.stderr.isatty())
@@ -119,11 +127,13 @@ def run(args: argparse.Namespace) -> int:
         audio = Audio.from_chunks(kept, speaker.sample_rate)
         duration = sum(len(c.samples) for c in kept) / speaker.sample_rate
         if not streaming:
-            if to_stdout:
-                out.write(audio.to_bytes(fmt))
-                out.flush()
-            else:
-                audio.save(args.output, fmt)
+            # mp3 and the like take seconds to encode a long text, after the bar is full.
+            with progress.stage(f"encoding {fmt}" if fmt not in ("wav", "pcm") else None):
+                if to_stdout:
+                    out.write(audio.to_bytes(fmt))
+                    out.flush()
+                else:
+                    audio.save(args.output, fmt)
         if args.timings is not None:
             from yomiage.audio.subtitles import write_timings
 
@@ -200,3 +210,18 @@ class Progress:
         if self.enabled and self.sentences:
             sys.stderr.write("\r" + " " * 72 + "\r")
             sys.stderr.flush()
+
+    @contextlib.contextmanager
+    def stage(self, what: str | None) -> Iterator[None]:
+        """Say ``what…`` while a step after the synthesis runs (the whole-file encoding:
+        mp3 cannot be encoded as the chunks come, as the audio is normalized as a
+        whole), then ``what… done``; the line is cleared for the summary."""
+        if not self.enabled or what is None:
+            yield
+            return
+        sys.stderr.write(f"\r{what}…")
+        sys.stderr.flush()
+        started = time.perf_counter()
+        yield
+        sys.stderr.write(f"\r{what}… done in {time.perf_counter() - started:.1f} s\n")
+        sys.stderr.flush()

@@ -150,7 +150,7 @@ def make_bert(out_dir: Path, size: Size, seed: int) -> Path:
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
             "writing a synthetic BERT needs torch and transformers: "
-            "pip install torch==2.13.0 'yomiage[torch]'"
+            "pip install torch==2.13.0 'yomiage[torch]' (from a checkout: '.[torch]')"
         ) from exc
 
     values = bert_config(size)

@@ -218,7 +218,8 @@ def _import_safetensors_numpy() -> Any:
         import safetensors.numpy
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "writing synthetic voices needs safetensors: pip install 'yomiage[torch]'"
+            "writing synthetic voices needs safetensors: pip install 'yomiage[torch]' "
+            "(from a checkout: pip install '.[torch]')"
         ) from exc
     return safetensors.numpy
 

@@ -28,6 +28,7 @@ from yomiage.export.graphs import export_graphs
 from yomiage.export.optimize import optimize_graph
 from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
 from yomiage.model import TorchVoice, load_voice
+from yomiage.model.loader import voice_files
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
 
@@ -133,7 +134,11 @@ def convert_voice(
     (zeros without it); its error against float32 goes into ``voice.json``.
     """
     check_replaceable(out_dir, "voice.json", ConversionError)
-    progress(f"loading the voice {sbv2_dir}")
+    folder, weights = voice_files(sbv2_dir)
+    count = len(list(folder.glob("*.safetensors")))
+    newest = f"; the newest of {count}: give a file's path to choose one" * (count > 1)
+    chosen = ", as given" if Path(sbv2_dir).is_file() else newest
+    progress(f"loading the voice {folder} (checkpoint {weights.name}{chosen})")
     voice = load_voice(sbv2_dir)
     with staged(out_dir) as work, quiet_exporters():
         raw = work / "raw"

@@ -39,14 +39,26 @@ def find_weights(folder: Path) -> Path:
     return candidates[-1]
 
 
+def voice_files(path: Path | str) -> tuple[Path, Path]:
+    """The SBV2 folder and checkpoint that ``path`` means: a folder and its newest
+    ``*.safetensors``, or one ``.safetensors`` file (to choose among several) and its folder."""
+    path = Path(path)
+    if path.is_file() and path.suffix.lower() == ".safetensors":
+        return path.parent, path
+    if not path.is_dir():
+        raise ModelLoadError(
+            f"{path} is not a directory (an SBV2 voice is a folder, or one of its "
+            ".safetensors files)"
+        )
+    return path, find_weights(path)
+
+
 def load_voice(folder: Path | str, device: str | torch.device = "cpu") -> TorchVoice:
-    """Read ``config.json``, the weights and ``style_vectors.npy`` of an SBV2 voice."""
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ModelLoadError(f"{folder} is not a directory (an SBV2 voice is a folder)")
+    """Read ``config.json``, the weights and ``style_vectors.npy`` of an SBV2 voice
+    (``folder`` may name one ``.safetensors`` checkpoint of it)."""
+    folder, weights = voice_files(folder)
     config = load_config(folder / "config.json")
     styles = load_styles(folder / "style_vectors.npy", config.style2id)
-    weights = find_weights(folder)
     state = inference_state_dict(read_safetensors(weights), weights)
     for key in (BERT_PROJ_KEY, SPEAKER_KEY):
         if key not in state:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import enum
+import json
+import re
 from pathlib import Path
 
 SYNTHESIZER = "synthesizer.onnx"
@@ -23,4 +25,23 @@ def detect_layout(folder: Path) -> VoiceLayout | None:
             return VoiceLayout.HAYAKOE
         if any(folder.glob("*.safetensors")):
             return VoiceLayout.SBV2
+    return None
+
+
+CHECKPOINT_SUFFIX = ".safetensors"  # one checkpoint of an SBV2 folder, given as the voice
+
+
+def declared_name(path: Path) -> str | None:
+    """The name a local voice gives itself, so ``--model PATH`` is named after its model,
+    not its folder: a bundle's ``voice.json`` ``name``, an SBV2 or HayaKoe ``config.json``'s
+    ``model_name`` (for a ``.safetensors`` checkpoint, its folder's). Characters a voice
+    name may not hold become ``-``; None where the files say nothing usable."""
+    folder = path.parent if path.suffix.lower() == CHECKPOINT_SUFFIX else path
+    for file, key in (("voice.json", "name"), ("config.json", "model_name")):
+        try:
+            value = json.loads((folder / file).read_text("utf-8")).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        name = re.sub(r"[^\w.-]+", "-", value).strip("-.") if isinstance(value, str) else ""
+        return name or None
     return None

@@ -105,8 +105,9 @@ def lookup(name: str) -> CatalogEntry:
     """The entry called ``name``; UnknownVoiceError listing the known names otherwise."""
     entry = ENTRIES.get(name) if isinstance(name, str) else None
     if entry is None:
+        voices = (n for n in names() if ENTRIES[n].kind == "voice")  # the BERT is no voice
         raise UnknownVoiceError(
-            f"unknown voice {name!r}; known voices: {', '.join(names())} "
+            f"unknown voice {name!r}; known voices: {', '.join(voices)} "
             "(or pass a source: a folder, hf://owner/repo/folder or s3://bucket/prefix)",
             source=str(name),
         )

@@ -1,0 +1,45 @@
+"""The one line per voice that ``-v`` shows: which engine, precision and threads run it.
+
+A user comparing speeds (OpenVINO bf16 against ONNX Runtime, or a thread count)
+needs to see what actually loaded, not what was asked for: the text comes from
+the loaded voice's own ``runtime`` (what :mod:`yomiage.runtime.placement`
+chose, after any fallback).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+log = logging.getLogger("yomiage.cli")
+
+_ENGINES = {"onnxruntime": "ONNX Runtime", "openvino": "OpenVINO", "torch": "PyTorch"}
+
+
+def readable(runtime: str) -> str:
+    """``runtime`` with the engines' proper names (``onnxruntime`` -> ``ONNX Runtime``)."""
+    for name, shown in _ENGINES.items():
+        runtime = runtime.replace(name, shown)
+    return runtime
+
+
+def voice_runtime_lines(
+    runtimes: Mapping[str, str], threads: int | None, bert_precision: str | None = None
+) -> list[str]:
+    """``voice NAME: RUNTIME, BERT PRECISION, N threads`` for each voice (``threads``
+    None: the default, one per physical core)."""
+    from yomiage.runtime.cpu import physical_cores
+
+    count = threads or physical_cores()
+    parts = [f"{count} thread{'s' * (count != 1)}" + ("" if threads else " (one per core)")]
+    if bert_precision:
+        parts.insert(0, f"BERT {bert_precision}")
+    return [f"voice {name}: {readable(rt)}, {', '.join(parts)}" for name, rt in runtimes.items()]
+
+
+def log_voice_runtimes(
+    runtimes: Mapping[str, str], threads: int | None, bert_precision: str | None = None
+) -> None:
+    """Log :func:`voice_runtime_lines` at INFO (shown by ``-v``)."""
+    for line in voice_runtime_lines(runtimes, threads, bert_precision):
+        log.info("%s", line)
