@@ -12,8 +12,9 @@ interrupted conversion leaves nothing that looks complete.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,25 +54,31 @@ def write_bundle(
     voice: AivmxFile, out_dir: Path, *, sha256: str | None = None, progress: Progress = _silent
 ) -> Path:
     """The bundle of ``voice`` at ``out_dir`` (replaced if it is an earlier bundle)."""
-    from yomiage.export.optimize import optimize_graph
     from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
+    from yomiage.runtime.telemetry import engines_without_telemetry
+
+    with engines_without_telemetry():  # optimize imports ONNX Runtime
+        from yomiage.export.optimize import optimize_graph
 
     check_replaceable(out_dir, "voice.json", AivmxError)
     sha256 = sha256 or sha256_file(voice.path)
     progress(f"cutting {voice.path.name} into encoder, flow and decoder")
-    parts = split_graphs(voice.model)
+    with _graph_errors(voice.path):
+        parts = split_graphs(voice.model)
     with staged(out_dir) as work:
         raw = work / "raw"
         raw.mkdir()
         for name, model in parts.items():
             progress(f"optimizing {name}.onnx")
             (raw / f"{name}.onnx").write_bytes(model.SerializeToString())
-            optimize_graph(raw / f"{name}.onnx", work / f"{name}.onnx")
+            with _graph_errors(voice.path):
+                optimize_graph(raw / f"{name}.onnx", work / f"{name}.onnx")
         shutil.rmtree(raw)
         del parts
         np.save(work / "style_vectors.npy", voice.style_vectors)
         progress("checking the cut graphs against the AIVMX graph")
-        parity = _parity(voice, work)
+        with _graph_errors(voice.path):
+            parity = _parity(voice, work)
         if parity > TOLERANCE:
             raise AivmxError(
                 f"{voice.path}: the cut graphs differ from the AIVMX graph by {parity:.3g} "
@@ -82,12 +89,33 @@ def write_bundle(
             name=voice.name,
             config=voice.config,
             bert_dim=_bert_dim(voice),
-            n_speakers=max(voice.config.n_speakers, 1 + max(voice.spk2id.values())),
+            n_speakers=voice.n_speakers,  # the graph's, whatever the config claims
             spk2id=voice.spk2id,
             style2id=voice.style2id,
             extra={"parity": {"audio": parity}, "aivm": aivm_identity(voice, sha256)},
         )
     return out_dir
+
+
+@contextlib.contextmanager
+def _graph_errors(path: Path) -> Iterator[None]:
+    """Errors of onnx and ONNX Runtime on a graph that is not what its metadata says
+    (a crafted or damaged file) as AivmxError naming the file; the cutting's own
+    messages get the file's name in front. Out of memory or disk is not the file's
+    fault and passes unchanged."""
+    try:
+        yield
+    except AivmxError as exc:
+        if str(path) in str(exc):
+            raise
+        raise AivmxError(f"{path}: {exc}") from exc
+    except (OSError, MemoryError):
+        raise
+    except Exception as exc:  # onnx and onnxruntime raise their own types
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise AivmxError(
+            f"{path}: the graph is not a usable SBV2 JP-Extra export: {first}"
+        ) from exc
 
 
 def _bert_dim(voice: AivmxFile) -> int:
@@ -102,7 +130,10 @@ def _bert_dim(voice: AivmxFile) -> int:
 def _parity(voice: AivmxFile, folder: Path) -> float:
     """Max abs difference between the AIVMX graph's audio and the cut graphs' on a probe
     sentence of random tokens, noise off (the graph's own noise is then zero)."""
-    import onnxruntime as ort
+    from yomiage.runtime.telemetry import engines_without_telemetry
+
+    with engines_without_telemetry():
+        import onnxruntime as ort
 
     rng = np.random.default_rng(0)
     t = PROBE_TOKENS

@@ -87,8 +87,11 @@ def run_voices(args: argparse.Namespace) -> int:
 
 def _describe_aivmx(files: list[str], *, as_json: bool) -> int:
     """Each AIVMX file's identity, speakers, styles and whole licence text: what a user
-    must read before publishing audio made with it."""
+    must read before publishing audio made with it. Every string from a file goes
+    through :mod:`yomiage.cli.terminal` first: the file's author does not get to
+    send escape sequences to the reader's terminal."""
     from yomiage.aivmx import read_aivmx
+    from yomiage.cli.terminal import printable, printable_json
 
     voices = [read_aivmx(file) for file in files]
     if as_json:
@@ -99,14 +102,14 @@ def _describe_aivmx(files: list[str], *, as_json: bool) -> int:
              "license": v.license, "description": v.description}
             for v in voices
         ]  # fmt: skip
-        print(json.dumps(records, ensure_ascii=False))
+        print(printable_json(records))
         return 0
     for v in voices:
-        print(f"{v.name} {v.version}  ({v.path}, uuid {v.uuid})")
+        print(printable(f"{v.name} {v.version}  ({v.path}, uuid {v.uuid})"))
         for speaker in v.speakers:
             styles = ", ".join(f"{n}={i}" for n, i in speaker.styles.items())
-            print(f"  speaker {speaker.name} (id {speaker.local_id}): {styles}")
+            print(printable(f"  speaker {speaker.name} (id {speaker.local_id}): {styles}"))
         print("  licence:", "none given in the file" if not v.license else "")
         for line in (v.license or "").strip().splitlines():
-            print(f"    {line}")
+            print(f"    {printable(line, keep=chr(9))}")
     return 0
