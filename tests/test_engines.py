@@ -17,9 +17,11 @@ from yomiage.runtime.chunking import fixed_windows, window_lengths, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_voice import Windowing
 from yomiage.runtime.placement import (
+    OPENVINO_MIN_DECODER_BYTES,
     ORT_F32,
     Placement,
     check_decoder_precision,
+    graph_bytes,
     resolve_decoder_precision,
     voice_placement,
 )
@@ -75,6 +77,42 @@ def test_voice_placement_keeps_all_but_the_decoder_on_onnxruntime() -> None:
     assert voice_placement("fp32", openvino=False).decoder == ORT_F32
     int8 = voice_placement("int8", openvino=True)
     assert (int8.decoder, int8.decoder_graph) == (ORT_F32, "decoder_int8.onnx")
+
+
+def _fake_decoder(folder: Path, weights: int) -> Path:
+    """A decoder graph file with ``weights`` bytes of external data (sizes only)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "decoder.onnx").write_bytes(b"\0" * 1000)
+    with (folder / "decoder.onnx.data").open("wb") as data:
+        data.truncate(weights)  # sparse: no disk written
+    return folder / "decoder.onnx"
+
+
+def test_the_tiny_voice_decodes_on_onnxruntime_by_default(test_voice: Path) -> None:
+    """Issue 22 item 14: OpenVINO bf16 was 2-5x slower than ONNX Runtime on the tiny voice
+    (and 3x the memory): auto keeps a small decoder on ONNX Runtime."""
+    auto = voice_placement("bf16", openvino=True, automatic=True)
+    tiny = auto.sized(graph_bytes(test_voice / "decoder.onnx"))
+    assert tiny.decoder == ORT_F32
+    assert tiny.describe() == "decoder fp32 on onnxruntime"
+
+
+def test_a_large_decoder_stays_on_openvino_bf16(tmp_path: Path) -> None:
+    """The full-size default does not change: ~59 MB of decoder weights (14.6 M parameters)."""
+    auto = voice_placement("bf16", openvino=True, automatic=True)
+    large = auto.sized(graph_bytes(_fake_decoder(tmp_path, 58_633_216)))
+    assert large.decoder == Placement("openvino", "bf16")
+    small = _fake_decoder(tmp_path / "small", OPENVINO_MIN_DECODER_BYTES // 2)
+    assert auto.sized(graph_bytes(small)).decoder == ORT_F32
+    # An explicit bf16 is what the user asked for, whatever the size.
+    explicit = voice_placement("bf16", openvino=True)
+    assert explicit.sized(graph_bytes(small)).decoder == Placement("openvino", "bf16")
+
+
+@needs_openvino
+def test_auto_loads_the_tiny_voice_on_onnxruntime(test_voice: Path) -> None:
+    backend = OnnxBackend(test_voice / "bert", threads=1)
+    assert backend.load_voice(test_voice).info.runtime == "decoder fp32 on onnxruntime"
 
 
 def test_a_refused_decoder_is_reported_as_what_runs() -> None:

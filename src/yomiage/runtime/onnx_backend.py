@@ -83,7 +83,8 @@ class OnnxBackend:
             precision = resolve_decoder_precision(
                 self.decoder_precision, openvino=has, native_bf16=has and self.sessions.native_bf16
             )
-            self._placement = voice_placement(precision, openvino=has)
+            automatic = self.decoder_precision == "auto"
+            self._placement = voice_placement(precision, openvino=has, automatic=automatic)
         return self._placement
 
     def load_voice(self, folder: Path | str) -> OnnxVoice:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnxruntime as ort
-
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.telemetry import engines_without_telemetry
+
+with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
+    import onnxruntime as ort
 
 
 def session_options(threads: int | None) -> ort.SessionOptions:

@@ -34,7 +34,7 @@ from yomiage.runtime.chunking import (
 )
 from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
-from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement
+from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
 from yomiage.runtime.sessions import Sessions
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
@@ -112,6 +112,7 @@ class BundleVoice:
         )
         self.manifest = m
         self.windowing = windowing or Windowing()
+        placement = placement.sized(graph_bytes(m.file(decoder)))  # small: ONNX Runtime
         self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder)
         self.flow = sessions.open(m.file("flow.onnx"), placement.flow)
         self.decoder = sessions.open(

@@ -20,6 +20,15 @@ tables):
   predictor must stay float32: ONNX Runtime.
 * BERT (q8): OpenVINO 1.09x faster at 100 tokens but 0.5 s slower to load and
   ~450 MB more while running: ONNX Runtime.
+* small decoders: ONNX Runtime, whatever the CPU. OpenVINO's gain is in the
+  arithmetic of a large decoder; its costs (compiling per window length, its
+  own buffers and kernels, a slower load) are fixed, and on a small decoder
+  they are most of the work. Measured (issue 22 item 14, RESULTS.md): on the
+  committed tiny voice (0.3 MB of decoder weights) OpenVINO bf16 was the slower
+  engine end to end and held ~3x the memory; on the full-size synthetic voice
+  (59 MB) it decodes ~2x faster. So ``auto`` keeps a decoder under
+  :data:`OPENVINO_MIN_DECODER_BYTES` of weights (1 M float32 parameters; SBV2
+  decoders are ~14.6 M) on ONNX Runtime; an explicit ``bf16`` is honoured.
 * HayaKoe's one-graph voices: ONNX Runtime. Their graph takes a whole
   sentence at once, so every sentence length is a new input shape, and
   OpenVINO keeps kernels for each shape it has seen (40-150 MB each on the
@@ -30,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Literal
 
 log = logging.getLogger(__name__)
@@ -55,6 +65,10 @@ DECODER_PRECISIONS = ("auto", "fp32", "bf16", "int8")
 # The decoder graph each precision loads. int8: opt-in, about 2x faster decoding on
 # ONNX Runtime at ~27 dB SNR against float32 (yomiage.export.decoder_int8).
 DECODER_GRAPHS = {"fp32": "decoder.onnx", "bf16": "decoder.onnx", "int8": "decoder_int8.onnx"}
+# Decoders with fewer bytes of weights than this stay on ONNX Runtime under ``auto``
+# (see the module docstring): 1 M float32 parameters, between the tiny voice's
+# 0.06 M (OpenVINO slower) and a full-size SBV2 decoder's 14.6 M (OpenVINO ~2x faster).
+OPENVINO_MIN_DECODER_BYTES = 4_000_000
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,16 @@ class VoicePlacement:
     decoder: Placement
     decoder_graph: str
     precision: str  # the decoder precision: fp32, bf16 or int8
+    automatic: bool = False  # chosen by ``auto``: a voice's size may still change it
+
+    def sized(self, decoder_bytes: int) -> VoicePlacement:
+        """This placement for a voice whose decoder has ``decoder_bytes`` of weights: a
+        decoder too small to gain from OpenVINO runs on ONNX Runtime in float32 when
+        the precision was chosen by ``auto`` (an explicit choice stands)."""
+        small = decoder_bytes < OPENVINO_MIN_DECODER_BYTES
+        if self.automatic and small and self.decoder.engine == "openvino":
+            return replace(self, decoder=ORT_F32, precision="fp32")
+        return self
 
     def running(self, decoder: Placement) -> VoicePlacement:
         """This placement with the decoder where it actually loaded (OpenVINO may have
@@ -111,9 +135,16 @@ def resolve_decoder_precision(requested: str, *, openvino: bool, native_bf16: bo
     return requested
 
 
-def voice_placement(precision: str, *, openvino: bool) -> VoicePlacement:
-    """Where a bundle's graphs run for a resolved decoder ``precision``."""
+def voice_placement(precision: str, *, openvino: bool, automatic: bool = False) -> VoicePlacement:
+    """Where a bundle's graphs run for a resolved decoder ``precision`` (``automatic``:
+    resolved from ``auto``, so :meth:`VoicePlacement.sized` may move a small decoder)."""
     graph = DECODER_GRAPHS[precision]
     # int8: static QDQ graphs run best on ONNX Runtime; fp32: see the module docstring.
     decoder = Placement("openvino", "bf16") if precision == "bf16" and openvino else ORT_F32
-    return VoicePlacement(ORT_F32, ORT_F32, decoder, graph, precision)
+    return VoicePlacement(ORT_F32, ORT_F32, decoder, graph, precision, automatic)
+
+
+def graph_bytes(path: Path) -> int:
+    """Bytes of an ONNX graph with its external data (``<name>.onnx.data``): its weights,
+    4 bytes a float32 parameter, read from the file sizes without loading anything."""
+    return sum(p.stat().st_size for p in (path, path.with_name(path.name + ".data")) if p.is_file())

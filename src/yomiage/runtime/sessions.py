@@ -23,12 +23,15 @@ from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
 from yomiage.runtime.placement import ORT_F32, Placement, Precision
+from yomiage.runtime.telemetry import engines_without_telemetry
+
+with engines_without_telemetry():  # the engines decide at their start: see that module
+    import onnxruntime as ort
 
 log = logging.getLogger(__name__)
 
@@ -270,7 +273,8 @@ def _safe_name(version: str) -> str:
 def _make_core() -> Any:
     """An OpenVINO Core, or False when OpenVINO is not installed or cannot start."""
     try:
-        import openvino
+        with engines_without_telemetry():
+            import openvino
     except ImportError:
         log.info("OpenVINO is not installed; every graph runs on ONNX Runtime")
         return False
@@ -284,7 +288,8 @@ def _make_core() -> Any:
 def openvino_version() -> str | None:
     """The installed OpenVINO's version, or None."""
     try:
-        import openvino
+        with engines_without_telemetry():
+            import openvino
     except ImportError:
         return None
     return str(openvino.__version__)
