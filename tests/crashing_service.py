@@ -26,6 +26,9 @@ class _CrashingSource(LocalChunkSource):
         if self._text == CRASH:
             ctypes.string_at(0)  # a real SIGSEGV: reads address 0
             os.kill(os.getpid(), signal.SIGSEGV)  # in case the read did not fault
+        if self._text == SLOW:  # stands for a step stuck in native code
+            self._cancel.wait()
+            return None
         return super().next()
 
 
@@ -39,3 +42,11 @@ class CrashingService(LocalService):
 def build(bundle: str) -> CrashingService:
     tts = TTS(threads=1).load("tiny", source=Path(bundle)).prepare()
     return CrashingService(tts)
+
+
+def build_warm(bundle: str) -> CrashingService:
+    """:func:`build`, warmed in the worker before it is ready (so a first request is quick)."""
+    service = build(bundle)
+    for voice in service.voices:
+        service.warm(voice)
+    return service

@@ -187,3 +187,41 @@ def test_stop_with_a_request_in_flight_exits(test_voice: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+AIVMX = Path(__file__).parent / "data" / "aivmx" / "tiny.aivmx"
+
+
+@pytest.mark.parametrize(
+    "voice",
+    [[], ["--model", "no/such/voice"], ["--voice", "jvnv-F1-jp"], ["--model", str(AIVMX)]],
+    ids=["no voice", "missing path", "offline catalog voice", "worker fails offline"],
+)
+def test_serve_start_up_failures_are_one_line(tmp_path: Path, voice: list[str]) -> None:
+    """Issue 22 (10): each printed the worker's traceback (19-116 lines); the last fails in
+    the worker (no BERT cached), the others before it starts."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "YOMIAGE_CACHE": str(tmp_path / "empty")}
+    done = subprocess.run(
+        [sys.executable, "-m", "yomiage", "serve", *voice, "--port", "0", "--threads", "1"],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and 1 <= len(lines) <= 2, done.stderr
+    assert lines[-1].startswith("yomiage serve: ") and "Traceback" not in done.stderr
+    if str(AIVMX) not in voice:
+        assert len(lines) == 1, "checked before a worker starts"
+
+
+def test_serve_logs_each_request(test_voice: Path) -> None:
+    """Issue 22 (15): ``serve`` printed no access log unless -v; --no-access-log stops it."""
+    for flag, logged in (("--access-log", True), ("--no-access-log", False)):
+        command = [sys.executable, "-m", "yomiage", "serve", "--model", str(test_voice),
+                   "--port", "0", "--threads", "1", "--no-warmup", flag]  # fmt: skip
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+        try:
+            url = _wait_for_url(process)
+            assert httpx.get(f"{url}/health", timeout=30).status_code == 200
+        finally:
+            process.send_signal(signal.SIGINT)
+            _, err = process.communicate(timeout=30)
+        assert ('"GET /health HTTP/1.1" 200' in err) is logged, err

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yomiage.cli.engine_options import add_engine_arguments
+from yomiage.cli.engine_options import add_engine_arguments, voice_sources
 
 if TYPE_CHECKING:
     from yomiage.server.service import LocalService
@@ -120,6 +120,36 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="S",
         help="most audio one request may make (default 900); a sentence at most 180",
     )
+    net.add_argument(
+        "--header-timeout",
+        type=float,
+        default=20.0,
+        metavar="S",
+        help="a request head must arrive within S seconds, else 408 and closed (default 20)",
+    )
+    net.add_argument(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="a request body must arrive within S seconds, else 408 (default 60)",
+    )
+    net.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="open connections at most; a new one closes the oldest idle one (default 1000, "
+        "lowered to fit the open-file limit)",
+    )
+    net.add_argument(
+        "--worker-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="a worker call may take S seconds plus 1 s per character of its text before the "
+        "worker counts as hung and is restarted (default 60)",
+    )
     net.add_argument("--no-playground", action="store_true", help="no page at /")
     net.add_argument(
         "--api",
@@ -137,6 +167,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--in-process",
         action="store_true",
         help="run the engine in the server's own process (no crash protection)",
+    )
+    net.add_argument(
+        "--access-log",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="one line per request on stderr (default on; --no-access-log for none)",
     )
     voices = p.add_argument_group("voices on the wire")
     voices.add_argument(
@@ -214,13 +250,40 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
     return warmed_service(spec, warm=not args.no_warmup)
 
 
+def check_voices(args: argparse.Namespace) -> None:
+    """Fail in one line, before a worker starts, for what the flags alone show: no voice
+    named, an unknown catalog name, a local path that does not exist, and (offline) a
+    voice that is not in the cache. Loading may still fail; the worker then says why."""
+    from yomiage.errors import SourceNotFoundError
+    from yomiage.sources import LocalSource, lookup, offline_mode, parse, resolve_name
+
+    offline = offline_mode(True if args.offline else None)
+    for name, source in voice_sources(args):
+        src = parse(source) if source is not None else None
+        if isinstance(src, LocalSource):
+            if not src.path.expanduser().exists():
+                raise SourceNotFoundError(
+                    f"voice {name!r}: no such folder or file {src.path}", source=str(source)
+                )
+        elif offline:
+            resolve_name(
+                source or name,
+                format="sbv2" if args.device.startswith("cuda") else "onnx",
+                cache_dir=args.cache_dir,
+                offline=True if args.offline else None,  # None: the environment's reason
+            )
+        elif source is None:
+            lookup(name)
+
+
 def run(args: argparse.Namespace) -> int:
+    check_voices(args)
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (the [server] extra: said before anything loads)
 
         from yomiage.server import ServerConfig, create_app
         from yomiage.server.config import LOOPBACK_HOSTS
-        from yomiage.server.runner import Server
+        from yomiage.server.runner import Server, connection_cap, uvicorn_config
     except ImportError as exc:
         from yomiage.errors import MissingExtraError
 
@@ -242,6 +305,10 @@ def run(args: argparse.Namespace) -> int:
         playground=not args.no_playground,
         apis=tuple(a.strip() for a in args.api.split(",") if a.strip()),
         presets_path=Path(args.presets) if args.presets else None,
+        max_audio_seconds=args.max_audio_seconds,
+        header_timeout=args.header_timeout,
+        body_timeout=args.body_timeout,
+        max_connections=connection_cap(args.max_connections),
     )
     if not _is_loopback(args.host) and config.api_key is None:
         log.warning(
@@ -254,13 +321,22 @@ def run(args: argparse.Namespace) -> int:
     if args.in_process:
         service: Any = engine_service(flags)
     else:
+        from yomiage.server.liveness import Liveness
         from yomiage.server.worker import WorkerService
 
         print("yomiage serve: loading the voices in a worker process...", file=sys.stderr,
               flush=True)  # fmt: skip
-        service = WorkerService(functools.partial(engine_service, flags))
+        service = WorkerService(
+            functools.partial(engine_service, flags),
+            liveness=Liveness(call_timeout=args.worker_timeout),
+        )
     try:
         app = create_app(service, config)
+        from yomiage.cli.runtime_info import log_voice_runtimes  # what runs each voice (-v)
+        from yomiage.engine_spec import QUANTIZE
+
+        runtimes = {name: card.runtime for name, card in service.voices.items()}
+        log_voice_runtimes(runtimes, args.threads, QUANTIZE[args.quantize])
         sock = bind(args.host, args.port)
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -272,14 +348,18 @@ def run(args: argparse.Namespace) -> int:
         )
         level = logging.getLogger().getEffectiveLevel()
         server = Server(
-            uvicorn.Config(
+            uvicorn_config(
                 app,
+                config,
                 log_level=logging.getLevelName(max(level, logging.INFO)).lower(),
                 log_config=None,  # keep the CLI's logging set-up
                 timeout_graceful_shutdown=5,
+                access_log=args.access_log,
             ),
             app.state.yomiage,
         )
+        if args.access_log:  # on by default, also where the level hides uvicorn's other logs
+            logging.getLogger("uvicorn.access").setLevel(min(level, logging.INFO))
         server.run(sockets=[sock])
     finally:
         service.close()

@@ -131,6 +131,7 @@ class AppArgs(BaseModel):
             playground=self.playground,
             allowed_hosts=tuple(self.allowed_host),
             apis=tuple(self.api),
+            max_audio_seconds=self.max_audio_seconds,
         )
 
     def deployment_options(self) -> dict[str, Any]:

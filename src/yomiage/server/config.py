@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,6 +51,11 @@ class ServerConfig:
     ``presets_path``: where the VOICEVOX presets are kept (default: memory only).
     The audio a request may make is bounded by the engine's
     :class:`~yomiage.limits.Limits` (``yomiage serve --max-audio-seconds``).
+    Slow clients: a request head must arrive within ``header_timeout`` s of
+    the connection (or of the last response), a body within ``body_timeout``
+    s of its head (408 otherwise), and at most ``max_connections`` are open
+    at once (the oldest idle one is closed for a new one), so stalled sockets
+    cannot use up the file descriptors (docs/server.md, "Limits and timeouts").
     """
 
     api_key: str | None = None
@@ -67,8 +73,16 @@ class ServerConfig:
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS
     apis: tuple[str, ...] = ("openai", "voicevox")
     presets_path: Path | None = None  # VOICEVOX presets file (None: kept in memory)
+    # Audio one VOICEVOX request may make, silences included, checked before it is made
+    # (None: the in-process engine's limit, else 900 s); the engine checks its own.
+    max_audio_seconds: float | None = None
+    header_timeout: float = 20.0
+    body_timeout: float = 60.0
+    max_connections: int = 1000
 
     def __post_init__(self) -> None:
+        if self.max_audio_seconds is not None and not self.max_audio_seconds > 0:
+            raise ValueError("max_audio_seconds must be positive (or None)")
         if self.max_input_chars < 1:
             raise ValueError("max_input_chars must be at least 1")
         if self.max_concurrency < 1 or self.max_queue < 0 or self.queue_timeout <= 0:
@@ -80,8 +94,18 @@ class ServerConfig:
         unknown = set(self.apis) - set(APIS)
         if unknown:
             raise ValueError(f"unknown API {sorted(unknown)[0]!r}; choose from {', '.join(APIS)}")
+        if self.header_timeout <= 0 or self.body_timeout <= 0 or self.max_connections < 2:
+            raise ValueError("need header_timeout > 0, body_timeout > 0, max_connections >= 2")
         if not self.allowed_hosts or not all(h.strip() for h in self.allowed_hosts):
             raise ValueError("allowed_hosts needs at least one non-empty name (or '*')")
+
+    def origin_allowed(self, origin: str) -> bool:
+        """Whether a browser page on ``origin`` may call the API (what CORS allows)."""
+        if "*" in self.cors_origins or origin in self.cors_origins:
+            return True
+        return self.cors_local_apps and (
+            origin == "app://." or re.fullmatch(LOCAL_APP_ORIGINS, origin) is not None
+        )
 
     @property
     def max_body_bytes(self) -> int:

@@ -18,7 +18,7 @@ from yomiage.errors import (
 from yomiage.server.errors import APIError
 from yomiage.server.metrics import ServerMetrics
 from yomiage.server.threads import ServerStopping
-from yomiage.server.worker import WorkerCrashed, WorkerUnavailable
+from yomiage.server.worker import WorkerCrashed, WorkerHung, WorkerUnavailable
 
 
 def failure_response(exc: BaseException, metrics: ServerMetrics, text_param: str) -> BaseException:
@@ -40,6 +40,9 @@ def failure_response(exc: BaseException, metrics: ServerMetrics, text_param: str
         return APIError(500, str(exc), code="worker_crashed")
     if isinstance(exc, ServerStopping):
         return APIError(503, str(exc), code="shutting_down", headers={"Retry-After": "5"})
+    if isinstance(exc, WorkerHung):
+        metrics.errors.inc("worker_hang")
+        return APIError(503, str(exc), code="worker_timeout", headers={"Retry-After": "5"})
     if isinstance(exc, WorkerUnavailable):
         return APIError(503, str(exc), code="worker_restarting", headers={"Retry-After": "2"})
     if isinstance(exc, YomiageError):

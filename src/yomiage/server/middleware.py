@@ -5,9 +5,10 @@ response began (uvicorn would send a text/plain 500), 503 while shutting
 down. :class:`MetricsMiddleware` counts every response by route template and
 status, times it to the last byte, and writes the access-log line uvicorn
 cannot for a client that left (499). :class:`GuardMiddleware` checks the Host
-header (DNS rebinding), the API key, that a body is JSON (so a page on
-another origin cannot send a CORS "simple" request), caps the body, and adds
-the headers every response carries.
+header (DNS rebinding), the API key, that a state-changing request comes
+from no page or an allowed origin (a CORS "simple" request runs even though
+its page cannot read the answer), that a body is JSON, reads the body within
+its size and time limits, and adds the headers every response carries.
 """
 
 from __future__ import annotations
@@ -25,6 +26,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from yomiage.server.config import ServerConfig
 from yomiage.server.errors import error_body
 from yomiage.server.metrics import ServerMetrics
+from yomiage.server.request_body import (
+    MAX_JSON_DEPTH,
+    BodyRefused,
+    ClientGone,
+    nests_too_deep,
+    read_body,
+)
 
 if TYPE_CHECKING:
     from yomiage.server.state import ServerState
@@ -34,6 +42,8 @@ access_log = logging.getLogger("uvicorn.access")
 
 # Reachable without the API key: the page (it holds no data) and the probes.
 PUBLIC_PATHS = frozenset({"/", "/playground/app.js", "/playground/style.css", "/health", "/ready"})
+# Methods that change nothing: any origin may send them (CORS decides what it reads).
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 async def send_error(
@@ -146,8 +156,9 @@ async def _not_json(send: Send) -> None:
 
 
 class GuardMiddleware:
-    """Host check (400), API key (401), JSON bodies only (415), body size limit (413),
-    and defensive response headers."""
+    """Host check (400), API key (401), writes from other sites (403), JSON bodies only
+    (415), body size (413), time (408) and nesting (400) limits, and defensive response
+    headers."""
 
     def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
         self.app = app
@@ -197,40 +208,49 @@ class GuardMiddleware:
                 {"WWW-Authenticate": "Bearer"},
             )
             return
+        if scope["method"] not in SAFE_METHODS and not self._same_or_allowed_origin(headers):
+            await send_error(
+                guarded,
+                403,
+                "this server does not take changes from pages on that origin; start it with "
+                "--cors-origin ORIGIN to allow one",
+                "origin_not_allowed",
+            )
+            return
         limit = self.config.max_body_bytes
         length = headers.get(b"content-length")
         json_body = _is_json(headers.get(b"content-type", b""))
-        if length is not None:
-            if not length.isdigit() or int(length) > limit:
-                await send_error(
-                    guarded, 413, f"the request body exceeds {limit} bytes", "body_too_large"
-                )
-                return
-            if int(length) > 0 and not json_body:
-                await _not_json(guarded)
-                return
-            await self.app(scope, receive, guarded)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await send_error(
+                guarded, 413, f"the request body exceeds {limit} bytes", "body_too_large"
+            )
             return
-        if scope["method"] in ("GET", "HEAD", "DELETE", "OPTIONS"):
-            await self.app(scope, receive, guarded)
-            return
-        # A body without a length (chunked): read it here, up to the limit.
-        body, more, size = [], True, 0
-        while more:
-            message = await receive()
-            if message["type"] != "http.request":
-                return  # the client left
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await send_error(
-                    guarded, 413, f"the request body exceeds {limit} bytes", "body_too_large"
-                )
-                return
-            body.append(chunk)
-            more = message.get("more_body", False)
-        if size > 0 and not json_body:
+        if length is not None and int(length) > 0 and not json_body:
             await _not_json(guarded)
+            return
+        chunked = b"chunked" in headers.get(b"transfer-encoding", b"").lower()
+        if (length is None or int(length) == 0) and not chunked:
+            await self.app(scope, receive, guarded)
+            return
+        # A body: read it whole here, within its time and size (request_body.py).
+        try:
+            body = await read_body(receive, limit, self.config.body_timeout)
+        except ClientGone:
+            return
+        if isinstance(body, BodyRefused):
+            close = {"Connection": "close"} if body.status == 408 else None
+            await send_error(guarded, body.status, body.message, body.code, close)
+            return
+        if body and not json_body:
+            await _not_json(guarded)
+            return
+        if nests_too_deep(body):
+            await send_error(
+                guarded,
+                400,
+                f"the JSON nests deeper than {MAX_JSON_DEPTH} levels",
+                "invalid_json",
+            )
             return
         replayed = False
 
@@ -238,10 +258,24 @@ class GuardMiddleware:
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": b"".join(body), "more_body": False}
+                return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
         await self.app(scope, replay, guarded)
+
+    def _same_or_allowed_origin(self, headers: dict[bytes, bytes]) -> bool:
+        """A state-changing request may come from no browser page (curl, servers: no
+        Origin), this server's own page, or an origin CORS allows; any other page's
+        request is refused before it runs, with or without a body (a CORS "simple"
+        request runs on the server even though the page cannot read the answer)."""
+        origin = headers.get(b"origin")
+        if origin is None:
+            return headers.get(b"sec-fetch-site", b"").lower() != b"cross-site"
+        name = origin.decode("latin-1").strip()
+        host = headers.get(b"host", b"").decode("latin-1").strip().lower()
+        if host and name.lower() in (f"http://{host}", f"https://{host}"):
+            return True
+        return self.config.origin_allowed(name)
 
     def _authorized(self, header: bytes) -> bool:
         if self._key is None:

@@ -3,16 +3,41 @@
 uvicorn stops accepting, lets requests in flight finish (up to its graceful
 timeout) and then cancels the rest: a request still waiting in the queue
 would get nothing. :class:`Server` tells the app first, so queued requests
-are answered 503 with ``Retry-After`` at once.
+are answered 503 with ``Retry-After`` at once. :func:`uvicorn_config` is
+the uvicorn set-up with the app's connection limits (slow clients time out).
 """
 
 from __future__ import annotations
 
 from types import FrameType
+from typing import Any
 
 import uvicorn
 
+from yomiage.server.config import ServerConfig
+from yomiage.server.connections import guarded_protocol
 from yomiage.server.state import ServerState
+
+
+def connection_cap(wanted: int) -> int:
+    """``wanted``, lowered so that the connections fit the process's open-file limit
+    with 128 descriptors to spare (the engine, its pipe, logs); at least 2."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    except (ImportError, OSError, ValueError):  # Windows has no such limit
+        return wanted
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(2, min(wanted, soft - 128))
+
+
+def uvicorn_config(app: Any, config: ServerConfig, **kwargs: Any) -> uvicorn.Config:
+    """uvicorn's settings for ``app``: request heads within ``config.header_timeout``,
+    at most ``config.max_connections`` sockets (:mod:`yomiage.server.connections`)."""
+    protocol = guarded_protocol(config.header_timeout, config.max_connections)
+    return uvicorn.Config(app, http=protocol, **kwargs)
 
 
 class Server(uvicorn.Server):

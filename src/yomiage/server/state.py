@@ -55,6 +55,12 @@ class ServerState:
             )  # fmt: skip
         if self.ready_error:
             return APIError(503, self.ready_error, code="warmup_failed")
+        if self.ready and not getattr(self.service, "answering", True):
+            return APIError(
+                503, "the synthesis worker is not answering (stopped or hung); it is restarted "
+                "once a call passes its deadline", code="worker_not_answering",
+                headers={"Retry-After": "5"},
+            )  # fmt: skip
         if self.ready and not self.service.available:
             return APIError(
                 503, "the synthesis worker is restarting; retry shortly", code="worker_restarting",

@@ -10,6 +10,11 @@ was working on fails at once with :class:`WorkerCrashed` (the routes answer
 new child is started and warmed; requests that arrive meanwhile wait for it
 (:class:`WorkerUnavailable` past ``ready_timeout``).
 
+A worker that hangs instead (stopped, deadlocked) is found by deadlines
+(:mod:`yomiage.server.liveness`): a watchdog thread pings it, reports it
+unavailable while it does not answer, and kills it (so it is restarted) once a
+call or ping is overdue; the requests on it fail with :class:`WorkerHung`.
+
 The protocol is pull-based, like the in-process stream: the parent asks for
 each chunk, so a slow client never makes the child run ahead, and a cancel
 reaches the child at once (it does not queue behind the step in progress).
@@ -21,20 +26,28 @@ import contextlib
 import itertools
 import logging
 import multiprocessing
-import signal
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any
 
-from yomiage.audio import Audio, AudioChunk
-from yomiage.errors import Cancelled, YomiageError
+from yomiage.audio import Audio
+from yomiage.errors import YomiageError
 from yomiage.options import SynthesisOptions
 from yomiage.server.encoding import OutputFormat
+from yomiage.server.liveness import Liveness, work_size
 from yomiage.server.service import VoiceCard
+from yomiage.server.worker_calls import (
+    Call,
+    Generation,
+    WorkerCrashed,
+    WorkerHung,
+    WorkerStartError,
+    WorkerUnavailable,
+    describe_exit,
+)
 from yomiage.server.worker_child import ServiceFactory, worker_main
+from yomiage.server.worker_stream import WorkerChunkSource
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry, UserWord
 from yomiage.voicevox.query import SentenceReading
@@ -42,50 +55,15 @@ from yomiage.voicevox.query import SentenceReading
 log = logging.getLogger(__name__)
 
 
-class WorkerCrashed(YomiageError):
-    """The worker process died while it worked on this request (it is being restarted)."""
-
-
-class WorkerUnavailable(YomiageError):
-    """No worker process is ready (one is starting); retry shortly."""
-
-
-class WorkerStartError(YomiageError):
-    """The worker process could not start its engine (its message says why)."""
-
-
-@dataclass
-class _Call:
-    done: threading.Event = field(default_factory=threading.Event)
-    ok: bool = False
-    value: Any = None
-
-    def finish(self, ok: bool, value: Any) -> None:
-        self.ok, self.value = ok, value
-        self.done.set()
-
-
-@dataclass
-class _Generation:
-    """One child process and the calls waiting on it."""
-
-    number: int
-    conn: Connection
-    process: Any  # multiprocessing's SpawnProcess
-    calls: dict[int, _Call] = field(default_factory=dict)
-    alive: bool = True
-    reader: threading.Thread | None = None
-
-
-def describe_exit(code: int | None) -> str:
-    if code is None:
-        return "still running"
-    if code < 0:
-        try:
-            return f"killed by {signal.Signals(-code).name}"
-        except ValueError:
-            return f"killed by signal {-code}"
-    return f"exit code {code}"
+__all__ = [
+    "WorkerChunkSource",
+    "WorkerCrashed",
+    "WorkerHung",
+    "WorkerService",
+    "WorkerStartError",
+    "WorkerUnavailable",
+    "describe_exit",
+]
 
 
 class WorkerService:
@@ -103,6 +81,7 @@ class WorkerService:
         start_timeout: float = 900.0,
         ready_timeout: float = 120.0,
         log_level: int | None = None,
+        liveness: Liveness | None = None,
     ) -> None:
         self._factory = factory
         self._start_timeout = start_timeout
@@ -116,12 +95,18 @@ class WorkerService:
         self._ids = itertools.count(1)
         self._ready = threading.Event()
         self._closing = False
-        self._generation: _Generation | None = None
+        self._stopped = threading.Event()
+        self._generation: Generation | None = None
+        self._liveness = liveness or Liveness()
+        self._last_pong = time.monotonic()
+        self._ping_pending = False
         self.crashes = 0
+        self.hangs = 0
         self.restarts = 0
         self.last_restart_seconds: float | None = None
         self.failure: str | None = None  # why the last start failed, while none runs
         self._voices = self._start(0)
+        threading.Thread(target=self._watch, name="yomiage-worker-watchdog", daemon=True).start()
 
     # -- the SpeechService face ---------------------------------------------
     @property
@@ -130,7 +115,14 @@ class WorkerService:
 
     @property
     def available(self) -> bool:
-        return self._ready.is_set()
+        return self._ready.is_set() and self.answering
+
+    @property
+    def answering(self) -> bool:
+        """Whether the worker answered a ping lately (False while it is stopped or hung)."""
+        live = self._liveness
+        age = time.monotonic() - self._last_pong
+        return age <= live.heartbeat_interval + live.heartbeat_timeout
 
     @property
     def pid(self) -> int | None:
@@ -191,6 +183,7 @@ class WorkerService:
         with self._lock:
             self._closing = True
             generation = self._generation
+        self._stopped.set()
         self._ready.clear()
         if generation is None:
             return
@@ -205,7 +198,7 @@ class WorkerService:
             generation.conn.close()
 
     # -- calls ------------------------------------------------------------------
-    def _current(self) -> _Generation:
+    def _current(self) -> Generation:
         """The running child, waiting for one that is starting."""
         if not self._ready.wait(self._ready_timeout):
             reason = f" ({self.failure})" if self.failure else ""
@@ -215,8 +208,11 @@ class WorkerService:
             raise WorkerUnavailable("the server is shutting down")
         return generation
 
-    def _call(self, generation: _Generation, op: str, *args: Any) -> Any:
-        call = _Call()
+    def _call(self, generation: Generation, op: str, *args: Any, size: float | None = None) -> Any:
+        """Send one call and wait for its answer; the watchdog fails it once it is overdue
+        (``size``: its units of work, by default :func:`work_size`)."""
+        units = work_size(op, args) if size is None else size
+        call = Call(deadline=time.monotonic() + self._liveness.deadline(units))
         with self._lock:
             if not generation.alive:
                 raise WorkerCrashed("the synthesis worker died; it is being restarted")
@@ -228,13 +224,15 @@ class WorkerService:
         except (OSError, ValueError):
             with self._lock:
                 generation.calls.pop(call_id, None)
+            if generation.hung:
+                raise WorkerHung(generation.hung) from None
             raise WorkerCrashed("the synthesis worker died; it is being restarted") from None
         call.done.wait()
         if call.ok:
             return call.value
         raise call.value
 
-    def _notify(self, generation: _Generation, op: str, *args: Any) -> None:
+    def _notify(self, generation: Generation, op: str, *args: Any) -> None:
         """A message that needs no answer (cancel); lost if the child is gone."""
         with contextlib.suppress(OSError, ValueError), self._send_lock:
             generation.conn.send((0, op, args))
@@ -278,7 +276,7 @@ class WorkerService:
             if isinstance(payload, YomiageError):
                 raise payload
             raise WorkerStartError(f"the synthesis worker could not start: {payload}")
-        generation = _Generation(number, parent, process)
+        generation = Generation(number, parent, process)
         generation.reader = threading.Thread(
             target=self._read, args=(generation,), name="yomiage-worker-reader", daemon=True
         )
@@ -286,11 +284,13 @@ class WorkerService:
             self._generation = generation
         generation.reader.start()
         self.failure = None
+        self._last_pong = time.monotonic()
+        self._ping_pending = False
         self._ready.set()
         voices: Mapping[str, VoiceCard] = payload
         return voices
 
-    def _read(self, generation: _Generation) -> None:
+    def _read(self, generation: Generation) -> None:
         """Route the child's answers to their callers until it dies, then restart it."""
         try:
             while True:
@@ -305,7 +305,7 @@ class WorkerService:
         finally:
             self._lost(generation)
 
-    def _lost(self, generation: _Generation) -> None:
+    def _lost(self, generation: Generation) -> None:
         """The child is gone: fail what waited on it and, unless closing, start another."""
         self._ready.clear()
         generation.process.join(timeout=5)
@@ -316,15 +316,23 @@ class WorkerService:
             closing = self._closing
         how = describe_exit(generation.process.exitcode)
         for call in pending:
-            call.finish(False, WorkerCrashed(f"the synthesis worker died ({how}); retry shortly"))
+            error = (
+                WorkerHung(generation.hung)
+                if generation.hung
+                else WorkerCrashed(f"the synthesis worker died ({how}); retry shortly")
+            )
+            call.finish(False, error)
         if closing:
             return
-        self.crashes += 1
-        log.error(
-            "the synthesis worker died (%s) with %d call(s) in flight; restarting it",
-            how,
-            len(pending),
-        )
+        if generation.hung:
+            log.error("%s (%d call(s) in flight)", generation.hung, len(pending))
+        else:
+            self.crashes += 1
+            log.error(
+                "the synthesis worker died (%s) with %d call(s) in flight; restarting it",
+                how,
+                len(pending),
+            )
         self._restart(generation.number + 1)
 
     def _restart(self, number: int) -> None:
@@ -344,61 +352,45 @@ class WorkerService:
             log.warning("synthesis worker restarted in %.2f s", self.last_restart_seconds)
             return
 
-
-class WorkerChunkSource:
-    """One request's stream in the child, stepped from the parent's threads."""
-
-    def __init__(
-        self,
-        service: WorkerService,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-    ) -> None:
-        self._service = service
-        self._request = (voice, text, options, early_audio)
-        self._generation: _Generation | None = None
-        self._stream_id = 0
-        self._cancelled = False
-
-    def next(self) -> AudioChunk | None:
-        service = self._service
-        if self._generation is None:
-            if self._cancelled:
-                raise Cancelled("the synthesis was cancelled")
-            generation, stream_id = self._open()
-            self._generation, self._stream_id = generation, stream_id
-            if self._cancelled:  # cancelled while the stream was being opened
-                service._notify(generation, "cancel", stream_id)
-        chunk: AudioChunk | None = service._call(self._generation, "next", self._stream_id)
-        return chunk
-
-    def _open(self) -> tuple[_Generation, int]:
-        """Open the stream in the child. Opening does no work, so a request that meets a
-        child just dying (killed by another request) opens again in the next one."""
-        service = self._service
-        for attempt in range(2):
-            generation = service._current()
-            stream_id = next(service._ids)
-            try:
-                service._call(generation, "open", stream_id, *self._request)
-            except WorkerCrashed:
-                if attempt:
-                    raise
+    # -- the watchdog -----------------------------------------------------------
+    def _watch(self) -> None:
+        """Ping the worker between calls; kill it once a call or a ping is overdue."""
+        while not self._stopped.wait(self._liveness.heartbeat_interval):
+            generation = self._generation
+            if generation is None or not generation.alive or not self._ready.is_set():
                 continue
-            return generation, stream_id
-        raise AssertionError("unreachable")
+            now = time.monotonic()
+            with self._lock:
+                overdue = any(call.deadline < now for call in generation.calls.values())
+            if overdue:
+                self._kill_hung(generation)
+            elif not self._ping_pending:
+                self._ping(generation)
 
-    def cancel(self) -> None:
-        self._cancelled = True
-        if self._generation is not None:
-            self._service._notify(self._generation, "cancel", self._stream_id)
+    def _ping(self, generation: Generation) -> None:
+        def pong() -> None:
+            self._last_pong = time.monotonic()
+            self._ping_pending = False
 
-    def close(self) -> None:
-        self._cancelled = True
-        generation, self._generation = self._generation, None
-        if generation is not None:
-            self._service._notify(generation, "cancel", self._stream_id)
-            with contextlib.suppress(WorkerCrashed):
-                self._service._call(generation, "close", self._stream_id)
+        call = Call(deadline=time.monotonic() + self._liveness.ping_deadline, on_ok=pong)
+        with self._lock:
+            if not generation.alive:
+                return
+            call_id = next(self._ids)
+            generation.calls[call_id] = call
+        self._ping_pending = True
+        with contextlib.suppress(OSError, ValueError), self._send_lock:
+            generation.conn.send((call_id, "ping", ()))
+
+    def _kill_hung(self, generation: Generation) -> None:
+        """Kill a worker that stopped answering; the reader sees it go and restarts it."""
+        with self._lock:
+            if not generation.alive or generation.hung:
+                return
+            generation.hung = (
+                "the synthesis worker stopped answering (a call passed its deadline); "
+                "it was killed and is being restarted; retry shortly"
+            )
+        self.hangs += 1
+        self._ready.clear()
+        generation.process.kill()

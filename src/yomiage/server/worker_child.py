@@ -2,7 +2,8 @@
 answer the parent's calls over the pipe until it closes.
 
 Each call runs in a thread of its own (a slow stream must not hold the others);
-``cancel`` is handled at once, not queued behind the step it should stop.
+``cancel`` and ``ping`` are handled at once, not queued behind the steps in
+flight (a ping that is not answered means the process is stopped or hung).
 Results and errors travel pickled; an error that cannot be pickled comes back
 as a :class:`WorkerError` naming it.
 """
@@ -56,7 +57,8 @@ def worker_main(
         service = factory()
         voices = dict(service.voices)
     except BaseException as exc:
-        log.exception("the synthesis worker could not start")
+        # The parent reports the error in one line; its traceback is for -v.
+        log.info("the synthesis worker could not start", exc_info=True)
         conn.send(("failed", _portable(exc)))
         return
     conn.send(("ready", voices))
@@ -121,6 +123,9 @@ def _serve(conn: Connection, service: SpeechService) -> None:
             break
         if op == "stop":
             break
+        if op == "ping":  # at once: the parent's liveness check (server/liveness.py)
+            reply(call_id, True, None)
+            continue
         if op == "cancel":  # at once: not behind the step it should stop
             with lock:
                 source = streams.get(args[0])
