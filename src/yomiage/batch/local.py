@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue as queue_module
 import signal
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from yomiage.batch.worker import BatchSpec, ItemProgress, ItemSynthesizer, Worke
 # pool's initializer; each process has its own, and the driver never sets them).
 _synthesizer: ItemSynthesizer | None = None
 _progress: Any = None  # a multiprocessing queue, or None
+RELAY_POLL_SECONDS = 0.2  # how soon the driver's progress reader notices it should stop
 
 
 def _start(spec: BatchSpec, parent_pid: int, progress: Any) -> None:
@@ -66,14 +68,16 @@ class ProcessItemPool:
         self._on_progress = on_progress
         self._queue: Any = None
         self._reader: threading.Thread | None = None
+        self._reader_stop = threading.Event()
         self._executor = self._new()
 
     def _new(self) -> ProcessPoolExecutor:
         # A queue per set of workers: one killed while writing to it may leave it locked.
         if self._on_progress is not None:
             self._queue = self._context.Queue()
+            self._reader_stop = threading.Event()
             self._reader = threading.Thread(
-                target=_relay, args=(self._queue, self._on_progress),
+                target=_relay, args=(self._queue, self._on_progress, self._reader_stop),
                 name="yomiage-batch-progress", daemon=True,
             )  # fmt: skip
             self._reader.start()
@@ -102,20 +106,22 @@ class ProcessItemPool:
         self._stop_reader()
 
     def _stop_reader(self) -> None:
+        # The driver never writes to the queue: a worker killed while writing holds its
+        # lock forever, and a write of ours would then block the driver's exit.
         if self._queue is not None and self._reader is not None:
-            self._queue.put(None)
+            self._reader_stop.set()
             self._reader.join(timeout=5)
             self._queue.close()
         self._queue, self._reader = None, None
 
 
-def _relay(queue: Any, on_progress: Callable[[ItemProgress], None]) -> None:
-    while True:
+def _relay(queue: Any, on_progress: Callable[[ItemProgress], None], stop: threading.Event) -> None:
+    while not stop.is_set():
         try:
-            message = queue.get()
-        except (EOFError, OSError):
-            return
-        if message is None:
+            message = queue.get(timeout=RELAY_POLL_SECONDS)
+        except queue_module.Empty:
+            continue
+        except (EOFError, OSError, ValueError):  # closed under us
             return
         try:
             on_progress(message)

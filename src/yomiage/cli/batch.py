@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yomiage.cli.engine_options import (
     add_engine_arguments,
@@ -20,6 +22,9 @@ from yomiage.cli.engine_options import (
     engine_spec,
     option_fields,
 )
+
+if TYPE_CHECKING:
+    from yomiage.batch import ItemPool
 
 EXAMPLES = """examples:
   yomiage batch book/ch*.txt --model ./my-voice -o audio/ --format flac
@@ -30,6 +35,7 @@ EXAMPLES = """examples:
 FORMATS = ("wav", "flac", "ogg", "mp3")
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT), as the other commands
 TERMINATED = 143  # after SIGTERM (128 + SIGTERM), as a shell reports a process it ended
+CLOSE_SECONDS = 10.0  # how long an interrupted job waits for its killed workers' pool
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,7 +93,6 @@ def job_options(args: argparse.Namespace) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from yomiage.batch import (
         BatchSpec,
-        ItemPool,
         OutputFolder,
         ProcessItemPool,
         read_items,
@@ -119,20 +124,36 @@ def run(args: argparse.Namespace) -> int:
         pool: ItemPool = RayItemPool(spec, args.jobs, args.ray or None)
     else:
         pool = ProcessItemPool(spec, args.jobs, on_progress=progress.item_progress)
-    now = False  # stop the workers at once (interrupted), not after their items
     try:
         with _sigterm_interrupts():
             summary = run_job(items, outputs, spec, pool, retries=args.retries, on_event=progress)
     except KeyboardInterrupt as stop:
-        now = True
         progress.close()
         print("yomiage batch: interrupted; run again to resume", file=sys.stderr)
-        return TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
-    finally:
+        code = TERMINATED if isinstance(stop, Terminated) else INTERRUPTED
+        _close_at_once(pool, code)
+        return code
+    except BaseException:
         progress.close()
-        pool.close(now=now)
+        pool.close()
+        raise
+    progress.close()
+    pool.close()
     progress.report(summary)
     return 1 if summary.failed else 0
+
+
+def _close_at_once(pool: ItemPool, code: int) -> None:
+    """Kill the workers; if the pool's own shutdown does not end within
+    :data:`CLOSE_SECONDS`, leave the process now with ``code``. A worker killed
+    mid-write can leave a multiprocessing lock held for good, and waiting on it
+    would hang an interrupted job; every item made is already in its final place."""
+    closer = threading.Thread(target=pool.close, kwargs={"now": True}, daemon=True)
+    closer.start()
+    closer.join(CLOSE_SECONDS)
+    if closer.is_alive():
+        sys.stderr.flush()
+        os._exit(code)
 
 
 class Terminated(KeyboardInterrupt):
