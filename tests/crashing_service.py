@@ -34,9 +34,14 @@ class _CrashingSource(LocalChunkSource):
 
 class CrashingService(LocalService):
     def open(
-        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+        self,
+        voice: str,
+        text: str,
+        options: SynthesisOptions,
+        early_audio: bool = True,
+        reading: Any = None,
     ) -> LocalChunkSource:
-        return _CrashingSource(self.tts, voice, text, options, early_audio)
+        return _CrashingSource(self.tts, voice, text, options, early_audio, reading)
 
 
 def build(bundle: str) -> CrashingService:

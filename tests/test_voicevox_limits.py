@@ -21,6 +21,7 @@ from tests.serving import RunningServer, serve
 from yomiage import TTS
 from yomiage.errors import Cancelled
 from yomiage.server import ServerConfig, create_app
+from yomiage.server.service import LocalChunkSource
 from yomiage.voicevox import synthesis as vv_synthesis
 from yomiage.voicevox.cost import estimated_seconds, spoken_chars
 from yomiage.voicevox.model import parse_audio_query
@@ -152,8 +153,8 @@ def test_an_over_long_audio_query_is_refused_before_any_synthesis(
 ) -> None:
     calls: list[str] = []
     service = server.state.service
-    real = service.generate
-    monkeypatch.setattr(service, "generate", lambda *a: calls.append("generate") or real(*a))
+    real = service.open
+    monkeypatch.setattr(service, "open", lambda *a: calls.append("generate") or real(*a))
     padded = {**query, "prePhonemeLength": 10.0, "postPhonemeLength": 10.0, "speedScale": 0.5}
     paused = json.loads(json.dumps(query))
     paused["accent_phrases"][0]["pause_mora"]["text"] = "。"
@@ -232,6 +233,32 @@ def test_a_client_that_leaves_stops_its_voicevox_work(
         assert held.entered.wait(30)
     server.wait_idle(timeout=30)  # the slot is freed once the work has stopped
     assert held.cancelled and not held.released
+    assert server.metric("yomiage_client_disconnects_total") == before + 1
+
+
+def test_a_client_that_leaves_stops_its_voicevox_synthesis(
+    server: RunningServer, speaker: int, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The synthesis step itself ran to its end after the client left (only the steps
+    after it stopped); now it is a stream that the client's leaving cancels."""
+    started, stopped = threading.Event(), threading.Event()
+
+    def next_until_cancelled(self: LocalChunkSource) -> None:
+        started.set()
+        stopped.wait(60)  # stands for a long synthesis
+        raise Cancelled("the synthesis was cancelled")
+
+    monkeypatch.setattr(LocalChunkSource, "next", next_until_cancelled)
+    monkeypatch.setattr(LocalChunkSource, "cancel", lambda self: stopped.set())
+    before = server.metric("yomiage_client_disconnects_total")
+    body = json.dumps(query).encode()
+    head = (f"POST /synthesis?speaker={speaker} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n")  # fmt: skip
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(head.encode() + body)
+        assert started.wait(30)
+    server.wait_idle(timeout=30)
+    assert stopped.is_set()  # by the cancel, not by the wait running out
     assert server.metric("yomiage_client_disconnects_total") == before + 1
 
 

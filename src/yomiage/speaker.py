@@ -116,12 +116,26 @@ class Speaker:
         """The audio of a reading made by the caller, one :class:`Phonemes` per sentence
         (an editor's own accents and moras; :class:`~yomiage.text.Frontend` ``.g2p``
         makes one from text). Pauses and timings as for :meth:`generate`."""
+        chunks = self.stream_reading(reading, options, **overrides)
+        return Audio.from_chunks(chunks, self.sample_rate)
+
+    def stream_reading(
+        self,
+        reading: Sequence[Phonemes],
+        options: SynthesisOptions | None = None,
+        *,
+        cancel: threading.Event | None = None,
+        early_audio: bool = False,
+        **overrides: Unpack[OptionFields],
+    ) -> Iterator[AudioChunk]:
+        """:meth:`generate_reading` a chunk at a time; ``cancel`` and ``early_audio`` as
+        for :meth:`stream` (a server stops an editor's synthesis when its client leaves)."""
         checked = self.options(options, **overrides)
         text = "".join(p.text for p in reading)
-        chunks = self._pipeline.stream(
-            self._voice, text, checked, early_audio=False, reading=list(reading)
-        )
-        return Audio.from_chunks(chunks, self.sample_rate)
+        return self._pipeline.stream(
+            self._voice, text, checked, cancel=cancel, early_audio=early_audio,
+            reading=list(reading),
+        )  # fmt: skip
 
     def predict(
         self, text: str, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]

@@ -70,10 +70,18 @@ class SpeechService(Protocol):
         ...
 
     def open(
-        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+        self,
+        voice: str,
+        text: str,
+        options: SynthesisOptions,
+        early_audio: bool = True,
+        reading: Sequence[Phonemes] | None = None,
     ) -> ChunkSource:
         """A request's audio. ``early_audio``: the client hears it as it comes (a
-        streamed response), so small first windows; False for a whole-body response."""
+        streamed response), so small first windows; False for a whole-body response.
+        ``reading``: an editor's phonemes, one per sentence, read instead of ``text``
+        (which then only names them), so that an editor's synthesis stops as a
+        stream does when its client leaves."""
         ...
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
@@ -109,10 +117,17 @@ class LocalChunkSource:
     """A speaker's stream stepped from worker threads, one step at a time."""
 
     def __init__(
-        self, tts: TTS, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+        self,
+        tts: TTS,
+        voice: str,
+        text: str,
+        options: SynthesisOptions,
+        early_audio: bool = True,
+        reading: Sequence[Phonemes] | None = None,
     ) -> None:
         self._speaker = tts.speakers[voice]
         self._text = text
+        self._reading = None if reading is None else list(reading)
         self._options = options
         self._early_audio = early_audio
         self._cancel = threading.Event()
@@ -124,7 +139,11 @@ class LocalChunkSource:
         with self._lock:
             if self._closed:
                 return None
-            if self._chunks is None:
+            if self._chunks is None and self._reading is not None:
+                self._chunks = self._speaker.stream_reading(
+                    self._reading, self._options, cancel=self._cancel, early_audio=self._early_audio
+                )
+            elif self._chunks is None:
                 self._chunks = self._speaker.stream(
                     self._text, self._options, cancel=self._cancel, early_audio=self._early_audio
                 )
@@ -171,9 +190,14 @@ class LocalService:
         return True
 
     def open(
-        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+        self,
+        voice: str,
+        text: str,
+        options: SynthesisOptions,
+        early_audio: bool = True,
+        reading: Sequence[Phonemes] | None = None,
     ) -> LocalChunkSource:
-        return LocalChunkSource(self.tts, voice, text, options, early_audio)
+        return LocalChunkSource(self.tts, voice, text, options, early_audio, reading)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         return encode_whole(audio, fmt)

@@ -259,9 +259,16 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         reading = unchanged or [reading_of(s) for s in sentences(query.accent_phrases)]
 
         def generate() -> tuple[Audio, float]:
+            # A stream, not one call, so that a client leaving stops the synthesis too.
             started = time.perf_counter()
-            audio = state.service.generate(style.voice, reading, options)
-            return audio, time.perf_counter() - started
+            text = "".join(p.text for p in reading)
+            source = state.service.open(style.voice, text, options, False, reading)
+            work.when_cancelled(source.cancel)
+            try:
+                chunks = list(iter(source.next, None))
+            finally:
+                source.close()
+            return Audio.from_chunks(chunks, card.sample_rate), time.perf_counter() - started
 
         audio, wall = await work.run(generate)
         _count(state, style.voice, len(audio.samples) / card.sample_rate, wall)

@@ -43,8 +43,26 @@ class VoxWork:
         self._state = state
         self._request = request
         self.cancel = threading.Event()  # set once the client has left
+        self._on_cancel: list[Callable[[], None]] = []
+        self._cancel_lock = threading.Lock()
         self._slot: Slot | None = None
         self._watch: asyncio.Future[None] | None = None
+
+    def when_cancelled(self, stop: Callable[[], None]) -> None:
+        """Call ``stop`` (it must return at once) when the client leaves, or now if it
+        has: how a step hands its synthesis stream's ``cancel`` to this request."""
+        with self._cancel_lock:
+            if not self.cancel.is_set():
+                self._on_cancel.append(stop)
+                return
+        stop()
+
+    def _stop(self) -> None:
+        with self._cancel_lock:
+            self.cancel.set()
+            stops, self._on_cancel = self._on_cancel, []
+        for stop in stops:
+            stop()
 
     def check(self) -> None:
         """For blocking steps: raises :class:`Cancelled` once the client has left."""
@@ -64,12 +82,12 @@ class VoxWork:
         await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if doing.done():
             return doing.result()
-        self.cancel.set()
+        self._stop()
         await asyncio.gather(doing, return_exceptions=True)  # the thread is done with it
         raise self._left()
 
     def _left(self) -> VoxError:
-        self.cancel.set()
+        self._stop()
         return VoxError(499, "the client left; the work was stopped")
 
     async def __aenter__(self) -> VoxWork:

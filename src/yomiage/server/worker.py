@@ -131,9 +131,14 @@ class WorkerService:
         return generation.process.pid if generation is not None and generation.alive else None
 
     def open(
-        self, voice: str, text: str, options: SynthesisOptions, early_audio: bool = True
+        self,
+        voice: str,
+        text: str,
+        options: SynthesisOptions,
+        early_audio: bool = True,
+        reading: Sequence[Phonemes] | None = None,
     ) -> WorkerChunkSource:
-        return WorkerChunkSource(self, voice, text, options, early_audio)
+        return WorkerChunkSource(self, voice, text, options, early_audio, reading)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         data: bytes = self._call(self._current(), "encode", audio, fmt)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from yomiage.audio import AudioChunk
 from yomiage.errors import Cancelled
 from yomiage.options import SynthesisOptions
 from yomiage.server.worker_calls import Generation, WorkerCrashed
+from yomiage.text.g2p import Phonemes
 
 if TYPE_CHECKING:
     from yomiage.server.worker import WorkerService
@@ -24,9 +26,11 @@ class WorkerChunkSource:
         text: str,
         options: SynthesisOptions,
         early_audio: bool = True,
+        reading: Sequence[Phonemes] | None = None,
     ) -> None:
         self._service = service
-        self._request = (voice, text, options, early_audio)
+        words = None if reading is None else list(reading)
+        self._request = (voice, text, options, early_audio, words)
         self._size = float(len(text))  # each step's deadline scales with the whole text
         self._generation: Generation | None = None
         self._stream_id = 0
