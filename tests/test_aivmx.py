@@ -318,3 +318,25 @@ def test_generate_cli_reads_an_aivmx_file(tmp_path: Path) -> None:
             str(tmp_path / "cache"), "--bert", str(TEST_VOICES / "tiny" / "bert"), "-o", str(out)]  # fmt: skip
     assert main([*args, "-q"]) == 0
     assert out.stat().st_size > 1000
+
+
+def test_an_aivmx_path_is_named_after_its_manifest_without_reading_the_graph(
+    tmp_path: Path,
+) -> None:
+    """Issue 22 (15): ``--model voice.aivmx`` took the file's name, not the voice's; the
+    manifest is read by seeking over the graph, so naming costs no 250 MB parse."""
+    from yomiage.aivmx.metadata import MetadataError, read_metadata
+    from yomiage.engine_spec import parse_voices
+
+    source = TEST_VOICES.parent / "aivmx" / "tiny.aivmx"
+    expected = {p.key: p.value for p in onnx.load(source).metadata_props}
+    assert read_metadata(source) == expected
+    renamed = tmp_path / "downloaded (1).aivmx"
+    renamed.write_bytes(source.read_bytes())
+    [(name, path)] = parse_voices([], [str(renamed)])
+    assert name == json.loads(expected["aivm_manifest"])["name"] and path == str(renamed)
+    cut = tmp_path / "cut.aivmx"
+    cut.write_bytes(source.read_bytes()[: source.stat().st_size // 2])
+    with pytest.raises(MetadataError, match="cut short"):
+        read_metadata(cut)
+    assert parse_voices([], [str(cut)])[0][0] == "cut"  # unreadable: named after the file

@@ -29,19 +29,29 @@ def detect_layout(folder: Path) -> VoiceLayout | None:
 
 
 CHECKPOINT_SUFFIX = ".safetensors"  # one checkpoint of an SBV2 folder, given as the voice
+AIVMX_SUFFIX = ".aivmx"  # an AivisSpeech voice file
 
 
 def declared_name(path: Path) -> str | None:
     """The name a local voice gives itself, so ``--model PATH`` is named after its model,
     not its folder: a bundle's ``voice.json`` ``name``, an SBV2 or HayaKoe ``config.json``'s
-    ``model_name`` (for a ``.safetensors`` checkpoint, its folder's). Characters a voice
-    name may not hold become ``-``; None where the files say nothing usable."""
+    ``model_name`` (for a ``.safetensors`` checkpoint, its folder's), an AIVMX
+    manifest's ``name``. Characters a voice name may not hold become ``-``; None where
+    the files say nothing usable."""
+    if path.suffix.lower() == AIVMX_SUFFIX:  # the manifest's name, read without the graph
+        from yomiage.aivmx.metadata import manifest_name
+
+        return _as_name(manifest_name(path))
     folder = path.parent if path.suffix.lower() == CHECKPOINT_SUFFIX else path
     for file, key in (("voice.json", "name"), ("config.json", "model_name")):
         try:
             value = json.loads((folder / file).read_text("utf-8")).get(key)
         except (OSError, ValueError, AttributeError):
             continue
-        name = re.sub(r"[^\w.-]+", "-", value).strip("-.") if isinstance(value, str) else ""
-        return name or None
+        return _as_name(value)
     return None
+
+
+def _as_name(value: object) -> str | None:
+    name = re.sub(r"[^\w.-]+", "-", value).strip("-.") if isinstance(value, str) else ""
+    return name or None
