@@ -46,6 +46,9 @@ from yomiage.text.g2p import Phonemes
 _PAUSE_STREAM = 2**32 - 1  # sub-seed of the whole-text pause prediction
 MAX_BERT_TOKENS = 512  # DeBERTa-v2's position range, [CLS] and [SEP] included
 BERT_GROUP = 8  # sentences per batched BERT call after the first sentence
+# A request whose first sentence, extrapolated over its text, reaches this share of the
+# request limit has all its durations predicted before any audio (see _check_request).
+PRECHECK_SHARE = 0.5
 _NO_HURRY = 2**31  # lead frames for a caller that waits for the whole text
 
 
@@ -130,6 +133,7 @@ class Pipeline:
         # sentence beyond the limits) fail at the call.
         first = self._encode(job, 0, 1)[0]
         self._check_limits(job, first[0], 0, 0.0)
+        self._check_request(job, first[0])
         return self._chunks(job, first)
 
     def predict(
@@ -169,6 +173,37 @@ class Pipeline:
         seconds = encoded.n_frames * info.hop_length / info.sample_rate
         self.limits.check_sentence(seconds, index)
         self.limits.check_request(before + seconds)
+
+    def _check_request(self, job: _Job, first: EncodedSentence) -> None:
+        """Refuse a request whose audio would pass the request limit before making any.
+
+        The limit is otherwise met sentence by sentence, after the sentences before
+        were decoded (a server's 900 s took over a minute of work to reach). The
+        first sentence's rate, extrapolated over the text's phonemes, says whether
+        the request may come near the limit; only then are every sentence's
+        durations predicted (BERT and the duration predictor, a small share of the
+        work) and summed, pauses left out, so nothing that fits is refused.
+        """
+        limit = self.limits.max_request_seconds
+        if limit is None or len(job.sentences) < 2:
+            return
+        info = job.voice.info
+        seconds = first.n_frames * info.hop_length / info.sample_rate
+        phones = [len(s.phonemes.phones) for s in job.sentences]
+        if seconds / max(1, phones[0]) * sum(phones) < PRECHECK_SHARE * limit:
+            return
+        for start in range(1, len(job.sentences), BERT_GROUP):
+            group = job.sentences[start : start + BERT_GROUP]
+            features = job.calls(self.backend.bert_features, [s.phonemes for s in group])
+            for i, (sentence, feature) in enumerate(zip(group, features, strict=True)):
+                rng = self.backend.new_rng(sentence_seed(job.seed, start + i))
+                durations = job.calls(
+                    job.voice.durations, sentence.phonemes, feature, job.options, rng
+                )
+                if durations is None:  # a voice that cannot tell: checked as it goes
+                    return
+                seconds += max(1, int(durations.frames.sum())) * info.hop_length / info.sample_rate
+                self.limits.check_request(seconds)
 
     def _chunks(self, job: _Job, first: tuple[EncodedSentence, Any]) -> Iterator[AudioChunk]:
         info = job.voice.info
