@@ -295,6 +295,9 @@ def seaweedfs(data_dir: Path, *, timeout: float = 60.0) -> Iterator[S3Server]:
         f"-volume.port={volume}", f"-volume.port.grpc={volume_g}",
         "-filer", f"-filer.port={filer}", f"-filer.port.grpc={filer_g}",
         "-s3", f"-s3.port={s3}", f"-s3.port.grpc={s3_g}",
+        # Its Iceberg and Lance catalogs listen on fixed ports (8181, 9101): two
+        # servers at once (pytest -n) collided there. The tests need neither.
+        "-s3.port.iceberg=0", "-s3.port.lance=0",
         "-master.volumeSizeLimitMB=64", "-volume.max=0", "-volume.preStopSeconds=0",
     ]  # fmt: skip
     log = (data_dir / "weed.log").open("wb")
