@@ -44,7 +44,7 @@ class Config:
 
 CONFIGS = [
     Config("yomiage (default)", "yomiage"),
-    # Config('yomiage reading="sbv2"', "yomiage", {"reading": "sbv2"}),  # once it exists
+    Config('yomiage reading="sbv2"', "yomiage", {"reading": "sbv2"}),
     Config("pyopenjtalk-labels", "pyopenjtalk-labels", needs_python=True),
 ]
 

@@ -404,7 +404,7 @@ def test_quick_start_reads_the_first_clause_alone(tts: TTS) -> None:
     last = next(c for c in quick if c.sentence == 2)
     assert not last.samples[:441].any()  # ...but the full stop still gets one
     words = [w.text for c in quick for w in c.timings.words]
-    assert words[:3] == ["駅前", "の", "小さな"]
+    assert "".join(words).startswith("駅前の小さな")
     short = list(speaker.stream("こんにちは、元気？", seed=0, quick_start=True))
     assert {c.sentence for c in short} == {0}  # short first sentences are left whole
 

@@ -30,7 +30,7 @@ def test_tts_surface(engine: TTS) -> None:
     }  # fmt: skip
     assert {k for k in vars(engine) if not k.startswith("_")} == {
         "backend_name", "bert_precision", "cache_dir", "decoder_precision", "device", "limits",
-        "offline", "threads",
+        "offline", "reading", "threads",
     }  # fmt: skip
 
 

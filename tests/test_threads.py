@@ -31,7 +31,7 @@ def test_eight_threads_match_sequential(frontend: Frontend) -> None:
 
 
 def test_two_frontends_in_threads(frontend: Frontend) -> None:
-    other = Frontend(None)
+    other = Frontend(None, reading=frontend.reading)
     work = SENTENCES * 10
     sequential = [frontend.g2p(t) for t in work]
     with ThreadPoolExecutor(max_workers=8) as pool:

@@ -25,6 +25,7 @@ from yomiage.speaker import Speaker
 from yomiage.synthesis.gate import ComputeGate
 from yomiage.synthesis.pipeline import Pipeline
 from yomiage.text.frontend import Frontend
+from yomiage.text.openjtalk import DEFAULT_READING, check_reading
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,8 @@ class TTS:
     ``--decoder int8``; its error is recorded in the bundle's ``voice.json``).
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
+    ``reading``: ``"natural"`` (default) or ``"sbv2"``, exactly the reading SBV2
+    voices were trained with (:class:`~yomiage.text.Frontend`).
     ``user_dictionary``: the engine's words (:meth:`add_word`) live in memory
     unless it names a JSON file (or a :class:`UserDictionary`) to keep them in;
     ``yomiage.text.default_user_dictionary_path()`` is the per-user file the
@@ -83,8 +86,10 @@ class TTS:
         token: str | None = None,
         decoder_precision: str = "auto",
         limits: Limits | None = None,
+        reading: str = DEFAULT_READING,
     ) -> None:
         self.device = _check_device(device)
+        self.reading = check_reading(reading)
         self.limits = limits or Limits()
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, not {backend!r}")
@@ -224,7 +229,7 @@ class TTS:
         with self._lock:
             self._check_open()
             if self._frontend is None:
-                self._frontend = Frontend(self._user_dictionary)
+                self._frontend = Frontend(self._user_dictionary, reading=self.reading)
             return self._frontend
 
     # -- lifetime ----------------------------------------------------------

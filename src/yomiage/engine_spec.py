@@ -41,6 +41,7 @@ class EngineSpec:
     offline: bool = False
     user_dictionary: str | None = None
     limits: Limits | None = None
+    reading: str = "natural"
 
     def __post_init__(self) -> None:
         if not self.voices:
@@ -64,6 +65,7 @@ class EngineSpec:
             user_dictionary=self.user_dictionary,
             offline=True if self.offline else None,
             decoder_precision=self.decoder_precision,
+            reading=self.reading,
         )
         try:
             for name, source in self.voices:

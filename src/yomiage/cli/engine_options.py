@@ -72,6 +72,20 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None
         metavar="PATH",
         help="user dictionary JSON (default: the per-user one of `yomiage dict`)",
     )
+    add_reading_argument(engine)
+
+
+def add_reading_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--reading natural|sbv2`` (the g2p command and every engine)."""
+    from yomiage.text.openjtalk import DEFAULT_READING, READINGS
+
+    parser.add_argument(
+        "--reading",
+        choices=list(READINGS),
+        default=DEFAULT_READING,
+        help="natural (default): words read as people read them; sbv2: exactly the "
+        "reading SBV2 voices were trained with",
+    )
 
 
 def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,6 +171,7 @@ def engine_spec(
         offline=args.offline,
         user_dictionary=str(args.user_dict or default_user_dictionary_path()),
         limits=limits,
+        reading=args.reading,
     )
 
 

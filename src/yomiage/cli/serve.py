@@ -232,7 +232,8 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 _ENGINE_FLAGS = ("voice", "model", "bert", "device", "threads", "quantize", "decoder",
-                 "cache_dir", "offline", "user_dict", "max_audio_seconds", "no_warmup")  # fmt: skip
+                 "cache_dir", "offline", "user_dict", "reading", "max_audio_seconds",
+                 "no_warmup")  # fmt: skip
 
 
 def engine_service(flags: dict[str, Any]) -> LocalService:

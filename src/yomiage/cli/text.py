@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Iterator
 
+from yomiage.cli.engine_options import add_reading_argument
 from yomiage.errors import YomiageError
 
 EXAMPLES_G2P = """examples:
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     g2p.add_argument("text", nargs="+", help="text to read; '-' reads one text per line from stdin")
     g2p.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    add_reading_argument(g2p)
     g2p.add_argument(
         "--user-dict", metavar="PATH", help="user dictionary JSON (default: the per-user one)"
     )
@@ -91,7 +93,7 @@ def _texts(args: list[str]) -> Iterator[str]:
 def run_g2p(args: argparse.Namespace) -> int:
     from yomiage.text import Frontend, default_user_dictionary_path
 
-    frontend = Frontend(args.user_dict or default_user_dictionary_path())
+    frontend = Frontend(args.user_dict or default_user_dictionary_path(), reading=args.reading)
     status = 0
     for text in _texts(args.text):
         try:

@@ -42,6 +42,7 @@ class AppArgs(BaseModel):
     threads: int = Field(1, ge=1, le=256)
     quantize: Literal["q8", "q4", "none"] = "q8"
     decoder: Literal["auto", "fp32", "bf16", "int8"] = "auto"
+    reading: Literal["natural", "sbv2"] = "natural"
     cache_dir: str | None = None
     offline: bool = False
     user_dict: str | None = None
@@ -105,6 +106,7 @@ class AppArgs(BaseModel):
             threads=self.threads,
             bert_precision=QUANTIZE[self.quantize],
             decoder_precision=self.decoder,
+            reading=self.reading,
             cache_dir=self.cache_dir,
             offline=self.offline,
             user_dictionary=self.user_dict,

@@ -23,7 +23,13 @@ from yomiage.text.counters import TenSoundChange
 from yomiage.text.english import EnglishReader
 from yomiage.text.g2p import Phonemes, g2p
 from yomiage.text.normalize import normalize
-from yomiage.text.openjtalk import OpenJTalk, bundled_dictionary_dir, compile_user_dictionary
+from yomiage.text.openjtalk import (
+    DEFAULT_READING,
+    OpenJTalk,
+    bundled_dictionary_dir,
+    check_reading,
+    compile_user_dictionary,
+)
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
@@ -57,6 +63,10 @@ class Frontend:
     ``user_dictionary``: a :class:`UserDictionary`, a path to its JSON file, or
     ``None`` for one in memory only (the per-user file the command line uses is
     :func:`default_user_dictionary_path`; pass it to share those words).
+    ``reading``: ``"natural"`` (default) reads words as people do where OpenJTalk's
+    own dictionary does not (pyopenjtalk-plus's corrected dictionary);
+    ``"sbv2"`` is exactly the reading SBV2 voices were trained with. The user
+    dictionary overrides both.
     A word is compiled and checked before it is saved, so a word that MeCab
     rejects never reaches the file; words of an older file that it rejects
     are skipped with a warning (:attr:`rejected_words`), never fatal.
@@ -72,13 +82,15 @@ class Frontend:
         *,
         dictionary_dir: Path | None = None,
         max_sentence_length: int = DEFAULT_MAX_LENGTH,
+        reading: str = DEFAULT_READING,
     ) -> None:
         if not isinstance(user_dictionary, UserDictionary):
             user_dictionary = UserDictionary(user_dictionary)
         self.user_dictionary = user_dictionary
         self.max_sentence_length = max_sentence_length
         self.rejected_words: tuple[UserWord, ...] = ()
-        self._dictionary_dir = dictionary_dir or bundled_dictionary_dir()
+        self.reading = check_reading(reading)
+        self._dictionary_dir = dictionary_dir or bundled_dictionary_dir(reading)
         self._rebuild_lock = threading.Lock()
         self._analysers = self._build(user_dictionary.words)
 

@@ -16,9 +16,16 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from yomiage.errors import DictionaryNotFoundError, TextError
+from yomiage.errors import DictionaryNotFoundError, OptionError, TextError
 
-DICTIONARY_NAME = "open_jtalk_dic_utf_8-1.11"
+DICTIONARY_NAME = "open_jtalk_dic_utf_8-1.11"  # the one SBV2 voices were trained with
+# The compiled dictionary each reading uses. "natural" (the default): pyopenjtalk-plus's
+# corrected NAIST-jdic (its wheel's pyopenjtalk/dictionary), which reads context words
+# as people do far more often (87.2% -> 89.4% of JSUT sentences read right,
+# benchmarks/RESULTS.md); "sbv2": SBV2's own, for exactly the reading its voices saw.
+READING_DICTIONARIES = {"natural": "open_jtalk_dic_plus-0.4.1.post10", "sbv2": DICTIONARY_NAME}
+READINGS = tuple(READING_DICTIONARIES)
+DEFAULT_READING = "natural"
 
 # OpenJTalk's C frontend and MeCab keep state that is not safe to touch from two
 # threads at once, even through different instances; one process-wide lock
@@ -95,14 +102,24 @@ def _check_length(text: str) -> None:
         )
 
 
-def bundled_dictionary_dir() -> Path:
-    """Directory of the compiled OpenJTalk dictionary shipped inside the package."""
-    path = Path(str(files("yomiage").joinpath("_data").joinpath(DICTIONARY_NAME)))
+def check_reading(reading: str) -> str:
+    """``reading`` if it names one (OptionError naming the choices otherwise)."""
+    if reading not in READING_DICTIONARIES:
+        raise OptionError(
+            "reading", f"unknown reading {reading!r}; choose from {', '.join(READINGS)}"
+        )
+    return reading
+
+
+def bundled_dictionary_dir(reading: str = DEFAULT_READING) -> Path:
+    """Directory of the compiled OpenJTalk dictionary shipped inside the package for
+    ``reading`` (see :data:`READING_DICTIONARIES`)."""
+    name = READING_DICTIONARIES[check_reading(reading)]
+    path = Path(str(files("yomiage").joinpath("_data").joinpath(name)))
     if not (path / "sys.dic").is_file():
         raise DictionaryNotFoundError(
             f"the OpenJTalk dictionary is missing from {path}; the installation is "
-            "incomplete: reinstall yomiage (building it unpacks data/"
-            f"{DICTIONARY_NAME}.tar.xz)"
+            f"incomplete: reinstall yomiage (building it unpacks data/{name}.tar.xz)"
         )
     return path
 
