@@ -46,7 +46,7 @@ def reference_tts(request: pytest.FixtureRequest, reference_bundle: Path) -> Ite
     """The reference fixture voice, its BERT in float32 (as the reference ran it): converted
     from the SBV2 folder, and read from the same voice in AivisSpeech's AIVMX format."""
     engine = TTS(bert_precision="fp32", decoder_precision="fp32", threads=2,
-                 bert_source=reference_bundle / "bert")  # fmt: skip
+                 bert_source=reference_bundle / "bert", reading="sbv2")  # fmt: skip
     if request.param == "bundle":
         engine.load("tiny", source=f"file://{reference_bundle}")
     else:

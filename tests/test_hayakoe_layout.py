@@ -45,7 +45,7 @@ def test_hayakoe_voice_matches_reference(reference_bundle: Path, tmp_path: Path)
     speaker_dir = _layout(tmp_path, reference_bundle, duration_predictor=True)
     api = _api()
     reference = np.load(TINY / "cases" / "api.npz")["pcm_generate"]
-    with TTS().load("tiny", source=speaker_dir).prepare() as tts:
+    with TTS(reading="sbv2").load("tiny", source=speaker_dir).prepare() as tts:
         speaker = tts.speakers["tiny"]
         assert speaker.styles == ("Neutral", "Happy", "Sad")
         audio = speaker.generate(api["text"], **api["params"])
