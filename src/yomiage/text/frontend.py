@@ -31,6 +31,13 @@ from yomiage.text.openjtalk import (
     compile_user_dictionary,
 )
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
+from yomiage.text.unreadable import (
+    dropped_ideographs,
+    read_dropped_kanji,
+    reread,
+    unread_runs,
+    unreadable_error,
+)
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
 log = logging.getLogger(__name__)
@@ -233,10 +240,31 @@ class Frontend:
         Raises :class:`TextError` when nothing in ``text`` can be read aloud.
         """
         analysers = self._current()
+        if self.reading != "sbv2" and (dropped := dropped_ideographs(text)):
+            text = read_dropped_kanji(text, dropped)
         normalized = self._normalize(text, analysers)
         if not normalized.strip("!?…,.'-"):
             raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters")
-        return g2p(normalized, analysers.openjtalk)
+        phonemes = g2p(normalized, analysers.openjtalk)
+        if self.reading == "sbv2":
+            return phonemes  # SBV2 reads kanji it cannot read as silence
+        return self._read_unread_kanji(phonemes, analysers.openjtalk, text)
+
+    @staticmethod
+    def _read_unread_kanji(phonemes: Phonemes, openjtalk: OpenJTalk, text: str) -> Phonemes:
+        """Runs of kanji OpenJTalk read as silence, read again by their pieces
+        (:mod:`yomiage.text.unreadable`); TextError names what nothing can read."""
+        runs = unread_runs(phonemes)
+        if not runs:
+            return phonemes
+        reread_text, unknown = phonemes.text, []
+        for run in runs:
+            kana, missing = reread(run, openjtalk)
+            unknown += missing
+            reread_text = reread_text.replace(run, kana, 1)
+        if unknown:
+            raise unreadable_error(unknown, text)
+        return g2p(reread_text, openjtalk)
 
     def accent_phrases(self, phonemes: Phonemes) -> list[PhraseSpec]:
         """The accent phrases and moras of a sentence :meth:`g2p` read (the structure
