@@ -56,8 +56,7 @@ def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -
         subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
         chosen = subs and getattr(args, subs[0].dest or "", None)
         if not chosen or chosen not in subs[0].choices:
-            assert isinstance(parser, Parser)
-            return parser
+            return cast(Parser, parser)  # argparse makes subparsers of the parent's class
         parser = subs[0].choices[chosen]
 
 
