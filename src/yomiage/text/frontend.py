@@ -31,13 +31,7 @@ from yomiage.text.openjtalk import (
     compile_user_dictionary,
 )
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
-from yomiage.text.unreadable import (
-    dropped_ideographs,
-    read_dropped_kanji,
-    reread,
-    unread_runs,
-    unreadable_error,
-)
+from yomiage.text.unreadable import reread, unread_runs, unreadable_error
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
 
 log = logging.getLogger(__name__)
@@ -221,11 +215,16 @@ class Frontend:
         """The normalized text the g2p reads (numbers and English already in words)."""
         return self._normalize(text, self._current())
 
-    @staticmethod
-    def _normalize(text: str, analysers: _Analysers) -> str:
+    def _normalize(self, text: str, analysers: _Analysers) -> str:
         if not isinstance(text, str):
             raise TextError(f"text must be a str, not {type(text).__name__}")
-        return normalize(text, analysers.english, analysers.keep_words, analysers.ten_sound_change)
+        return normalize(
+            text,
+            analysers.english,
+            analysers.keep_words,
+            analysers.ten_sound_change,
+            keep_kanji=self.reading != "sbv2",
+        )
 
     def split_sentences(self, text: str, max_length: int | None = None) -> list[str]:
         """Sentences of ``text`` of at most ``max_length`` characters (default: this
@@ -240,8 +239,6 @@ class Frontend:
         Raises :class:`TextError` when nothing in ``text`` can be read aloud.
         """
         analysers = self._current()
-        if self.reading != "sbv2" and (dropped := dropped_ideographs(text)):
-            text = read_dropped_kanji(text, dropped)
         normalized = self._normalize(text, analysers)
         if not normalized.strip("!?…,.'-"):
             raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters")

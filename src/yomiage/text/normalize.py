@@ -18,6 +18,7 @@ from yomiage.text.english import EnglishReader
 from yomiage.text.numbers import read_numbers
 from yomiage.text.numerals import int_to_kanji
 from yomiage.text.punctuation import replace_punctuation, unreadable_characters
+from yomiage.text.unreadable import read_dropped_kanji
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +59,16 @@ def normalize(
     english: EnglishReader,
     keep_words: Container[str] = (),
     ten_sound_change: TenSoundChange | None = None,
+    *,
+    keep_kanji: bool = False,
 ) -> str:
     """Normalized text: kana, kanji, Greek, letters kept for OpenJTalk and ``!?…,.'-``.
 
     ``keep_words`` are user-dictionary surfaces, left for OpenJTalk to read;
     ``ten_sound_change`` (the frontend's) gives 三十センチメートル its ジュッ.
+    ``keep_kanji`` (the natural reading): kanji outside OpenJTalk's characters, which
+    the last step drops (as SBV2 does), are first written in katakana
+    (:func:`~yomiage.text.unreadable.read_dropped_kanji`).
     """
     text = fold_before_nfkc(text)
     text = unicodedata.normalize("NFKC", text)
@@ -71,6 +77,8 @@ def normalize(
     if ten_sound_change is not None:
         text = ten_sound_change.apply(text)
     text = _WAVE_DASH_RE.sub("ー", text)
+    if keep_kanji:
+        text = read_dropped_kanji(text)
     if log.isEnabledFor(logging.DEBUG):
         dropped = unreadable_characters(text).strip()
         if dropped:

@@ -24,7 +24,6 @@ from types import MappingProxyType
 
 from yomiage.errors import TextError
 from yomiage.text.g2p import Phonemes
-from yomiage.text.normalize import fold_before_nfkc
 from yomiage.text.openjtalk import OpenJTalk
 from yomiage.text.punctuation import unreadable_characters
 
@@ -45,16 +44,13 @@ def unread_runs(phonemes: Phonemes) -> list[str]:
     ]
 
 
-def dropped_ideographs(text: str) -> list[str]:
-    """Kanji of ``text`` that normalization would remove (outside the characters kept
-    for OpenJTalk): nothing before that step makes or removes such kanji."""
-    folded = unicodedata.normalize("NFKC", fold_before_nfkc(text))
-    return _unique(ch for ch in unreadable_characters(folded) if is_ideograph(ch))
-
-
-def read_dropped_kanji(text: str, dropped: list[str]) -> str:
-    """``text`` with the kanji normalization would remove written in katakana, by their
-    Unihan reading (TextError naming any that has none)."""
+def read_dropped_kanji(text: str) -> str:
+    """``text`` (normalized but for the last step, which drops every character outside
+    those kept for OpenJTalk) with such kanji written in katakana, by their Unihan
+    reading (TextError naming any that has none)."""
+    dropped = _unique(ch for ch in unreadable_characters(text) if is_ideograph(ch))
+    if not dropped:
+        return text
     readings = kanji_readings()
     unknown = [ch for ch in dropped if ch not in readings]
     if unknown:
