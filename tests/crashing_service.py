@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage import TTS
-from yomiage.options import SynthesisOptions
-from yomiage.server.service import LocalChunkSource, LocalService
+from yomiage.server.service import EngineRequest, LocalChunkSource, LocalService
 
 CRASH = "ここで落ちる。"
 SLOW = "ゆっくり。"  # a first chunk that waits until it is cancelled
@@ -23,25 +22,18 @@ SLOW = "ゆっくり。"  # a first chunk that waits until it is cancelled
 
 class _CrashingSource(LocalChunkSource):
     def next(self) -> Any:
-        if self._text == CRASH:
+        if self.request.text == CRASH:
             ctypes.string_at(0)  # a real SIGSEGV: reads address 0
             os.kill(os.getpid(), signal.SIGSEGV)  # in case the read did not fault
-        if self._text == SLOW:  # stands for a step stuck in native code
+        if self.request.text == SLOW:  # stands for a step stuck in native code
             self._cancel.wait()
             return None
         return super().next()
 
 
 class CrashingService(LocalService):
-    def open(
-        self,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-        reading: Any = None,
-    ) -> LocalChunkSource:
-        return _CrashingSource(self.tts, voice, text, options, early_audio, reading)
+    def open(self, request: EngineRequest) -> LocalChunkSource:
+        return _CrashingSource(self.tts, request)
 
 
 def build(bundle: str) -> CrashingService:

@@ -41,6 +41,24 @@ class VoiceCard:
     style_ids: Mapping[str, int] = field(default_factory=dict)  # style -> its row (local id)
 
 
+@dataclass(frozen=True)
+class EngineRequest:
+    """What one request asks the engine for (picklable: it crosses to the worker).
+
+    ``early_audio``: the client hears it as it comes (a streamed response), so
+    small first windows; False for a whole-body response. ``reading``: an
+    editor's phonemes, one per sentence, read instead of ``text`` (which then
+    only names them), so an editor's synthesis stops as a stream does when its
+    client leaves.
+    """
+
+    voice: str
+    text: str
+    options: SynthesisOptions
+    early_audio: bool = True
+    reading: tuple[Phonemes, ...] | None = None
+
+
 class ChunkSource(Protocol):
     """One request's audio, a chunk at a time. Nothing runs until the first :meth:`next`,
     which also surfaces text, option and limit errors."""
@@ -69,19 +87,8 @@ class SpeechService(Protocol):
         """False while the engine cannot take requests (a worker restarting)."""
         ...
 
-    def open(
-        self,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-        reading: Sequence[Phonemes] | None = None,
-    ) -> ChunkSource:
-        """A request's audio. ``early_audio``: the client hears it as it comes (a
-        streamed response), so small first windows; False for a whole-body response.
-        ``reading``: an editor's phonemes, one per sentence, read instead of ``text``
-        (which then only names them), so that an editor's synthesis stops as a
-        stream does when its client leaves."""
+    def open(self, request: EngineRequest) -> ChunkSource:
+        """A request's audio, a chunk at a time (nothing runs before the first)."""
         ...
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
@@ -116,20 +123,9 @@ class SpeechService(Protocol):
 class LocalChunkSource:
     """A speaker's stream stepped from worker threads, one step at a time."""
 
-    def __init__(
-        self,
-        tts: TTS,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-        reading: Sequence[Phonemes] | None = None,
-    ) -> None:
-        self._speaker = tts.speakers[voice]
-        self._text = text
-        self._reading = None if reading is None else list(reading)
-        self._options = options
-        self._early_audio = early_audio
+    def __init__(self, tts: TTS, request: EngineRequest) -> None:
+        self._speaker = tts.speakers[request.voice]
+        self.request = request
         self._cancel = threading.Event()
         self._lock = threading.Lock()
         self._chunks: Iterator[AudioChunk] | None = None
@@ -139,15 +135,17 @@ class LocalChunkSource:
         with self._lock:
             if self._closed:
                 return None
-            if self._chunks is None and self._reading is not None:
-                self._chunks = self._speaker.stream_reading(
-                    self._reading, self._options, cancel=self._cancel, early_audio=self._early_audio
-                )
-            elif self._chunks is None:
-                self._chunks = self._speaker.stream(
-                    self._text, self._options, cancel=self._cancel, early_audio=self._early_audio
-                )
+            if self._chunks is None:
+                self._chunks = self._stream(self.request)
             return next(self._chunks, None)
+
+    def _stream(self, request: EngineRequest) -> Iterator[AudioChunk]:
+        early, cancel = request.early_audio, self._cancel
+        if request.reading is not None:
+            return self._speaker.stream_reading(
+                request.reading, request.options, cancel=cancel, early_audio=early
+            )
+        return self._speaker.stream(request.text, request.options, cancel=cancel, early_audio=early)
 
     def cancel(self) -> None:
         self._cancel.set()
@@ -189,15 +187,8 @@ class LocalService:
     def available(self) -> bool:
         return True
 
-    def open(
-        self,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-        reading: Sequence[Phonemes] | None = None,
-    ) -> LocalChunkSource:
-        return LocalChunkSource(self.tts, voice, text, options, early_audio, reading)
+    def open(self, request: EngineRequest) -> LocalChunkSource:
+        return LocalChunkSource(self.tts, request)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         return encode_whole(audio, fmt)

@@ -23,7 +23,7 @@ from yomiage.server.errors import APIError
 from yomiage.server.failures import failure_response
 from yomiage.server.limits import Rejected, Slot
 from yomiage.server.schemas import SpeechRequest, SynthesisFields, TTSRequest
-from yomiage.server.service import VoiceCard
+from yomiage.server.service import EngineRequest, VoiceCard
 from yomiage.server.speech import ChunkPump, SpeechJob, SpeechResponse, client_left
 from yomiage.server.state import ServerState
 
@@ -192,7 +192,7 @@ async def _speak(
         raise state.not_ready()
     slot = await admit(state, request)
     heard_as_made = fmt.stream or sse  # else the client waits for the whole body
-    source = state.service.open(card.name, text, options, early_audio=heard_as_made)
+    source = state.service.open(EngineRequest(card.name, text, options, early_audio=heard_as_made))
     pump = ChunkPump(state.executor, source)
     try:
         first = await _first_chunk(state, request, pump)

@@ -20,6 +20,7 @@ from fastapi.responses import Response
 from yomiage import __version__
 from yomiage.audio import Audio
 from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
+from yomiage.server.service import EngineRequest
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox_http import (
     VoxError,
@@ -262,7 +263,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             # A stream, not one call, so that a client leaving stops the synthesis too.
             started = time.perf_counter()
             text = "".join(p.text for p in reading)
-            source = state.service.open(style.voice, text, options, False, reading)
+            request = EngineRequest(style.voice, text, options, False, tuple(reading))
+            source = state.service.open(request)
             work.when_cancelled(source.cancel)
             try:
                 chunks = list(iter(source.next, None))

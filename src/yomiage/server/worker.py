@@ -36,7 +36,7 @@ from yomiage.errors import YomiageError
 from yomiage.options import SynthesisOptions
 from yomiage.server.encoding import OutputFormat
 from yomiage.server.liveness import Liveness, work_size
-from yomiage.server.service import VoiceCard
+from yomiage.server.service import EngineRequest, VoiceCard
 from yomiage.server.worker_calls import (
     Call,
     Generation,
@@ -130,15 +130,8 @@ class WorkerService:
         generation = self._generation
         return generation.process.pid if generation is not None and generation.alive else None
 
-    def open(
-        self,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-        reading: Sequence[Phonemes] | None = None,
-    ) -> WorkerChunkSource:
-        return WorkerChunkSource(self, voice, text, options, early_audio, reading)
+    def open(self, request: EngineRequest) -> WorkerChunkSource:
+        return WorkerChunkSource(self, request)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
         data: bytes = self._call(self._current(), "encode", audio, fmt)

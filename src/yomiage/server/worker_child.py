@@ -82,8 +82,8 @@ def _serve(conn: Connection, service: SpeechService) -> None:
         try:
             value: Any = None
             if op == "open":
-                stream_id, voice, text, options, early_audio, reading = args
-                source = service.open(voice, text, options, early_audio, reading)
+                stream_id, request = args
+                source = service.open(request)
                 with lock:
                     streams[stream_id] = source
             elif op == "next":

@@ -3,35 +3,24 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from yomiage.audio import AudioChunk
 from yomiage.errors import Cancelled
-from yomiage.options import SynthesisOptions
 from yomiage.server.worker_calls import Generation, WorkerCrashed
-from yomiage.text.g2p import Phonemes
 
 if TYPE_CHECKING:
+    from yomiage.server.service import EngineRequest
     from yomiage.server.worker import WorkerService
 
 
 class WorkerChunkSource:
     """One request's stream in the child, stepped from the parent's threads."""
 
-    def __init__(
-        self,
-        service: WorkerService,
-        voice: str,
-        text: str,
-        options: SynthesisOptions,
-        early_audio: bool = True,
-        reading: Sequence[Phonemes] | None = None,
-    ) -> None:
+    def __init__(self, service: WorkerService, request: EngineRequest) -> None:
         self._service = service
-        words = None if reading is None else list(reading)
-        self._request = (voice, text, options, early_audio, words)
-        self._size = float(len(text))  # each step's deadline scales with the whole text
+        self._request = request
+        self._size = float(len(request.text))  # each step's deadline scales with the whole text
         self._generation: Generation | None = None
         self._stream_id = 0
         self._cancelled = False
@@ -58,7 +47,7 @@ class WorkerChunkSource:
             generation = service._current()
             stream_id = next(service._ids)
             try:
-                service._call(generation, "open", stream_id, *self._request)
+                service._call(generation, "open", stream_id, self._request)
             except WorkerCrashed:
                 if attempt:
                     raise
