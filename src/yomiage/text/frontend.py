@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yomiage.errors import TextError, UserDictionaryError
+from yomiage.text import phrasing
 from yomiage.text.accent_phrases import PhraseSpec, accent_phrases_from_labels
 from yomiage.text.counters import TenSoundChange
 from yomiage.text.english import EnglishReader
@@ -118,8 +119,9 @@ class Frontend:
         )
 
     def _openjtalk(self, words: Sequence[UserWord]) -> OpenJTalk:
+        rephrase = None if self.reading == "sbv2" else phrasing.rephrase
         if not words:
-            return OpenJTalk(self._dictionary_dir)
+            return OpenJTalk(self._dictionary_dir, rephrase=rephrase)
         # MeCab reads the compiled dictionary into memory when OpenJTalk opens
         # it, so the files go at once: nothing is left in the temporary folder,
         # however the process ends.
@@ -133,7 +135,7 @@ class Frontend:
                 self.rejected_words = tuple(rejected)
                 kept = [w for w in words if w not in rejected]
                 compiled = self._compile(kept, workdir) if kept else None
-            return OpenJTalk(self._dictionary_dir, compiled)
+            return OpenJTalk(self._dictionary_dir, compiled, rephrase)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

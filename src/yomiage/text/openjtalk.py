@@ -11,7 +11,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,9 @@ DEFAULT_READING = "natural"
 _OPENJTALK_LOCK = threading.Lock()
 
 NJDFeature = dict[str, Any]
+# A pass over the NJD features between OpenJTalk's analysis and its labels
+# (the natural reading's accent phrasing, :mod:`yomiage.text.phrasing`).
+FeaturePass = Callable[[Sequence[NJDFeature]], list[NJDFeature]]
 
 # OpenJTalk converts its input to full-width UTF-8 into a fixed buffer and
 # crashes the process (SIGSEGV) past about 8 KB (measured: 2,500 kana work,
@@ -128,16 +131,21 @@ class OpenJTalk:
     """One OpenJTalk analyser over the bundled (or a given) dictionary.
 
     Safe to share between threads. ``user_dictionary`` is a compiled MeCab
-    user dictionary (see :mod:`yomiage.text.user_dict`).
+    user dictionary (see :mod:`yomiage.text.user_dict`); ``rephrase``, when
+    given, reworks the features of every analysis before labels are made.
     """
 
     def __init__(
-        self, dictionary_dir: Path | None = None, user_dictionary: Path | None = None
+        self,
+        dictionary_dir: Path | None = None,
+        user_dictionary: Path | None = None,
+        rephrase: FeaturePass | None = None,
     ) -> None:
         from pyopenjtalk.openjtalk import OpenJTalk as _Binding
 
         self.dictionary_dir = dictionary_dir or bundled_dictionary_dir()
         self.user_dictionary = user_dictionary
+        self._rephrase = rephrase
         userdic = str(user_dictionary).encode() if user_dictionary else b""
         with _OPENJTALK_LOCK:
             self._binding = _Binding(dn_mecab=str(self.dictionary_dir).encode(), userdic=userdic)
@@ -164,7 +172,7 @@ class OpenJTalk:
                 features.extend(self._binding.run_frontend(piece))
         except UnicodeDecodeError as exc:  # a reading cut inside a character
             raise TextError(f"OpenJTalk could not read {text[:40]!r}") from exc
-        return features
+        return self._rephrase(features) if self._rephrase else features
 
 
 def compile_user_dictionary(csv_path: Path, out_path: Path, dictionary_dir: Path) -> bool:
