@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yomiage.errors import TextError, UserDictionaryError
-from yomiage.text import phrasing
 from yomiage.text.accent_phrases import PhraseSpec, accent_phrases_from_labels
 from yomiage.text.counters import TenSoundChange
 from yomiage.text.english import EnglishReader
 from yomiage.text.g2p import Phonemes, g2p
+from yomiage.text.natural import NaturalReading
 from yomiage.text.normalize import normalize
 from yomiage.text.openjtalk import (
     DEFAULT_READING,
@@ -119,9 +119,9 @@ class Frontend:
         )
 
     def _openjtalk(self, words: Sequence[UserWord]) -> OpenJTalk:
-        rephrase = None if self.reading == "sbv2" else phrasing.rephrase
+        passes = None if self.reading == "sbv2" else NaturalReading()
         if not words:
-            return OpenJTalk(self._dictionary_dir, rephrase=rephrase)
+            return OpenJTalk(self._dictionary_dir, passes=passes)
         # MeCab reads the compiled dictionary into memory when OpenJTalk opens
         # it, so the files go at once: nothing is left in the temporary folder,
         # however the process ends.
@@ -135,7 +135,7 @@ class Frontend:
                 self.rejected_words = tuple(rejected)
                 kept = [w for w in words if w not in rejected]
                 compiled = self._compile(kept, workdir) if kept else None
-            return OpenJTalk(self._dictionary_dir, compiled, rephrase)
+            return OpenJTalk(self._dictionary_dir, compiled, passes)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -19,6 +19,14 @@ _NUMBER = r"\d+(?:\.\d+)?"
 
 _THOUSANDS_RE = re.compile(r"(?<![\d.])\d{1,3}(?:,\d{3})+(?![\d,])")
 _PHONE_RE = re.compile(r"(?<![\d\-])(0\d{1,4})-(\d{1,4})-(\d{3,4})(?![\d\-])")
+# Without the leading 0: three groups ending in four digits (212-836-1725), or a
+# local number, two or three digits and four (486-2435) with no counter after it
+# (100-2000円 is a range).
+_PHONE_GROUPS_RE = re.compile(r"(?<![\d\-.])(\d{2,4})-(\d{2,4})-(\d{4})(?![\d\-.])")
+_LOCAL_PHONE_RE = re.compile(r"(?<![\d\-.])(\d{2,3})-(\d{4})(?![\d\-.])")
+# A dash written as a long-vowel mark or a typographic dash between two digits
+# (４８６ー２４３５: NFKC keeps ー) is a hyphen: no vowel follows a digit.
+_DIGIT_DASH_RE = re.compile(r"(?<=\d)[ー‐‑–—―](?=\d)")
 _POSTAL_RE = re.compile(r"〒\s?(\d{3})-(\d{4})(?!\d)")
 _DATE_RE = re.compile(r"(?<![\d.])(\d{4})([/\-.])(\d{1,2})\2(\d{1,2})(?![\d.])")
 _YEAR_MONTH_RE = re.compile(r"(?<![\d/])(\d{4})/(\d{1,2})(?![\d/])")
@@ -149,6 +157,11 @@ def _unit(match: re.Match[str]) -> str:
     return f"{before}{match.group(1)}{after}"
 
 
+def _phone(match: re.Match[str]) -> str:
+    """A phone number: each group digit by digit, a pause between groups."""
+    return ",".join(digits_to_kana(g, long_vowels=True) for g in match.groups())
+
+
 def _signed_number(match: re.Match[str]) -> str:
     sign, integer, fraction = match.groups()
     words = _SIGN_WORDS.get(sign, "") if sign else ""
@@ -175,8 +188,11 @@ def read_numbers(text: str) -> str:
         lambda m: "郵便番号" + ",".join(digits_to_kana(g, long_vowels=True) for g in m.groups()),
         text,
     )
-    text = _PHONE_RE.sub(
-        lambda m: ",".join(digits_to_kana(g, long_vowels=True) for g in m.groups()), text
+    text = _DIGIT_DASH_RE.sub("-", text)
+    text = _PHONE_RE.sub(_phone, text)
+    text = _PHONE_GROUPS_RE.sub(_phone, text)
+    text = _LOCAL_PHONE_RE.sub(
+        lambda m: m.group(0) if _COUNTER_AFTER_RE.match(text, m.end()) else _phone(m), text
     )
     # Before times, dates and units are spelled out, while both ends are still digits
     # (10:00〜18:00 read 十時ー十八時 when the range came after the times).

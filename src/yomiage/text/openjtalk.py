@@ -11,10 +11,10 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from yomiage.errors import DictionaryNotFoundError, OptionError, TextError
 
@@ -33,9 +33,17 @@ DEFAULT_READING = "natural"
 _OPENJTALK_LOCK = threading.Lock()
 
 NJDFeature = dict[str, Any]
-# A pass over the NJD features between OpenJTalk's analysis and its labels
-# (the natural reading's accent phrasing, :mod:`yomiage.text.phrasing`).
-FeaturePass = Callable[[Sequence[NJDFeature]], list[NJDFeature]]
+
+
+class AnalysisPasses(Protocol):
+    """Work around OpenJTalk's analysis: on the text it reads, and on its NJD
+    features before the labels are made (the natural reading,
+    :class:`yomiage.text.natural.NaturalReading`)."""
+
+    def before(self, text: str) -> str: ...
+
+    def after(self, features: list[NJDFeature]) -> list[NJDFeature]: ...
+
 
 # OpenJTalk converts its input to full-width UTF-8 into a fixed buffer and
 # crashes the process (SIGSEGV) past about 8 KB (measured: 2,500 kana work,
@@ -131,21 +139,21 @@ class OpenJTalk:
     """One OpenJTalk analyser over the bundled (or a given) dictionary.
 
     Safe to share between threads. ``user_dictionary`` is a compiled MeCab
-    user dictionary (see :mod:`yomiage.text.user_dict`); ``rephrase``, when
-    given, reworks the features of every analysis before labels are made.
+    user dictionary (see :mod:`yomiage.text.user_dict`); ``passes``, when
+    given, rework the text and the features of every analysis.
     """
 
     def __init__(
         self,
         dictionary_dir: Path | None = None,
         user_dictionary: Path | None = None,
-        rephrase: FeaturePass | None = None,
+        passes: AnalysisPasses | None = None,
     ) -> None:
         from pyopenjtalk.openjtalk import OpenJTalk as _Binding
 
         self.dictionary_dir = dictionary_dir or bundled_dictionary_dir()
         self.user_dictionary = user_dictionary
-        self._rephrase = rephrase
+        self._passes = passes
         userdic = str(user_dictionary).encode() if user_dictionary else b""
         with _OPENJTALK_LOCK:
             self._binding = _Binding(dn_mecab=str(self.dictionary_dir).encode(), userdic=userdic)
@@ -167,12 +175,14 @@ class OpenJTalk:
     def _features(self, text: str) -> list[NJDFeature]:
         """The features of each safe piece, in order (call with the lock held)."""
         features: list[NJDFeature] = []
+        if self._passes is not None:
+            text = self._passes.before(text)
         try:
             for piece in safe_pieces(text):
                 features.extend(self._binding.run_frontend(piece))
         except UnicodeDecodeError as exc:  # a reading cut inside a character
             raise TextError(f"OpenJTalk could not read {text[:40]!r}") from exc
-        return self._rephrase(features) if self._rephrase else features
+        return self._passes.after(features) if self._passes is not None else features
 
 
 def compile_user_dictionary(csv_path: Path, out_path: Path, dictionary_dir: Path) -> bool:

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from yomiage.text.nucleus import NJDFeature, chain, moras, place_nucleus
+from yomiage.text.nucleus import chain, moras, place_nucleus
+from yomiage.text.openjtalk import NJDFeature
 
 WordTest = Callable[[NJDFeature], bool]
 

@@ -1,0 +1,106 @@
+"""Words whose reading depends on the words around them, for the natural reading.
+
+OpenJTalk reads a word the way its dictionary entry does, whatever follows:
+何でも as ナニデモ, 御支払い as ゴシハライ, 三分の一 as サンプンノイチ. Each rule
+here is one class of such words, told apart by the words beside it (their part
+of speech and reading, from OpenJTalk's own analysis), never a list of
+sentences. A rule changes a word's reading (``pron``) and accent (``acc``) and
+nothing else, so its mora count must stay what the new reading has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from yomiage.text.openjtalk import NJDFeature
+
+# Moras that turn 何 into ナン before them: t-, d- and n- sounds, except に
+# (何に ナニニ). 何でも ナンデモ, 何と ナント, 何の ナンノ, 何です ナンデス.
+_NAN_BEFORE = frozenset("タチツテトダヂヅデドナヌネノ")
+# Demonstratives before 風 in the sense "way, manner" (そんな風に ソンナフーニ).
+_MANNER_DEMONSTRATIVES = frozenset({"そんな", "こんな", "あんな", "どんな"})
+_HIRAGANA = range(0x3041, 0x3097)
+
+Rule = Callable[[list[NJDFeature], int], None]
+
+
+def _pron(word: NJDFeature) -> str:
+    return str(word["pron"]).replace("’", "")
+
+
+def _set(word: NJDFeature, pron: str, accent: int) -> None:
+    word["pron"] = pron
+    word["read"] = pron
+    word["acc"] = accent
+    word["mora_size"] = len([ch for ch in pron if ch not in "ャュョァィゥェォヮ"])
+
+
+def _nani(words: list[NJDFeature], i: int) -> None:
+    """何 before a t-, d- or n- sound is ナン (何でも ナ]ンデモ)."""
+    word = words[i]
+    if word["string"] != "何" or _pron(word) != "ナニ" or i + 1 >= len(words):
+        return
+    following = _pron(words[i + 1])
+    if following[:1] in _NAN_BEFORE:
+        _set(word, "ナン", 1)
+
+
+def _honorific_o(words: list[NJDFeature], i: int) -> None:
+    """御 before a native word (one written with kana endings: 支払い, 急ぎ,
+    楽しみ) is お, not ご (御支払い オシハライ; 御都合 stays ゴツゴー)."""
+    word = words[i]
+    if word["string"] != "御" or _pron(word) != "ゴ" or i + 1 >= len(words):
+        return
+    surface = str(words[i + 1]["string"])
+    if any(ord(ch) in _HIRAGANA for ch in surface) and not surface.isascii():
+        _set(word, "オ", int(word["acc"]))
+
+
+def _fraction_bun(words: list[NJDFeature], i: int) -> None:
+    """分 in a fraction (三分の一) is ブン, not プン or フン (minutes)."""
+    word = words[i]
+    pron = _pron(word)
+    if not (str(word["string"]).endswith("分") and pron[-2:] in ("プン", "フン")):
+        return
+    if i + 2 >= len(words) or words[i + 1]["string"] != "の":
+        return
+    if words[i + 2]["pos_group1"] != "数":
+        return
+    _set(word, pron[:-2] + "ブン", int(word["acc"]))
+
+
+def _manner_fuu(words: list[NJDFeature], i: int) -> None:
+    """風 after そんな/こんな/あんな/どんな means a way of doing: フー (そんな風に)."""
+    word = words[i]
+    if word["string"] != "風" or i == 0 or words[i - 1]["string"] not in _MANNER_DEMONSTRATIVES:
+        return
+    _set(word, "フー", 0)
+
+
+def _person_kata(words: list[NJDFeature], i: int) -> None:
+    """方 after a clause, as what the sentence is about, is a person: カタ
+    (くださる方だけに, いない方は); before が, を, より it is a side: ホー
+    (早い方がいい)."""
+    word = words[i]
+    if word["string"] != "方" or _pron(word) != "ホー" or i == 0:
+        return
+    before = words[i - 1]
+    if before["pos"] not in ("動詞", "助動詞", "形容詞") or before["cform"] != "基本形":
+        return
+    after = words[i + 1]["string"] if i + 1 < len(words) else ""
+    if after in _SIDE_PARTICLES:
+        return
+    _set(word, "カタ", 2)
+
+
+_SIDE_PARTICLES = frozenset({"が", "を", "へ", "より", "から", "まで", "、", "。", ""})
+_RULES: Sequence[Rule] = (_nani, _honorific_o, _fraction_bun, _manner_fuu, _person_kata)
+
+
+def read_in_context(features: list[NJDFeature]) -> list[NJDFeature]:
+    """``features`` (copied) with each word read as its neighbours make it read."""
+    words = [dict(f) for f in features]
+    for i in range(len(words)):
+        for rule in _RULES:
+            rule(words, i)
+    return words
