@@ -45,6 +45,14 @@ def phones(frontend: Frontend, text: str) -> str:
         # 方 after a clause is a person (カタ) unless a comparison follows (ホー)
         ("くださる方だけに", "kudasarukatadakeni"),
         ("早い方がいい", "hayaihoogaii"),
+        # 中 after a place is ジュー, after an activity チュー
+        ("街中で", "machijuude"),
+        ("輸送中に", "yusoochuuni"),
+        # 七 before 日 in a date is ナナ
+        ("二十七日の", "nijuunananichino"),
+        # 良い before a particle or an auxiliary is イイ, before a noun ヨイ
+        ("それで良いか", "soredeiika"),
+        ("良い状態", "yoijootai"),
     ],
 )
 def test_reads_a_word_as_its_neighbours_make_it_read(

@@ -84,8 +84,9 @@ def test_splits_what_a_speaker_keeps_apart(natural: Frontend, text: str, expecte
         ("ありません", "アリマセ]ン"),
         ("選びましょう", "エラビマショ]ー"),
         ("消しなさい", "ケシナサ]イ"),
-        # ...but ...ています keeps the verb's
+        # ...but ...ています keeps the verb's, flat after a flat verb
         ("思っています", "オモ]ッテイマス"),
+        ("販売しています", "ハンバイシテイマス"),
         # verb forms: た/て one mora before the stem ends, ない on its last mora
         ("食べた", "タ]ベタ"),
         ("名付けた", "ナズ]ケタ"),
@@ -99,6 +100,10 @@ def test_splits_what_a_speaker_keeps_apart(natural: Frontend, text: str, expecte
         # a noun accented on its last mora is flat before の
         ("娘の", "ムスメノ"),
         ("娘が", "ムスメ]ガ"),
+        # お/ご before a flat word is flat; before an accented one it keeps a nucleus
+        ("お名前は", "オナマエワ"),
+        ("お兄さん", "オニ]ーサン"),
+        ("お伝えします", "オツタエシマ]ス"),
     ],
 )
 def test_nucleus_where_a_speaker_puts_it(natural: Frontend, text: str, expected: str) -> None:

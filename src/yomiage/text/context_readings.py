@@ -93,8 +93,48 @@ def _person_kata(words: list[NJDFeature], i: int) -> None:
     _set(word, "カタ", 2)
 
 
+def _throughout_juu(words: list[NJDFeature], i: int) -> None:
+    """中 after a place is "throughout": ジュー (街中 マチジュー, 国中, アメリカ中);
+    after an activity it is "during": チュー (輸送中, 来日中)."""
+    word = words[i]
+    if word["string"] != "中" or _pron(word) != "チュー" or i == 0:
+        return
+    before = words[i - 1]
+    if before["pos"] == "名詞" and before["pos_group1"] in ("一般", "固有名詞"):
+        _set(word, "ジュー", int(word["acc"]))
+
+
+def _day_nana(words: list[NJDFeature], i: int) -> None:
+    """七 before 日 in a date is ナナ (二十七日 ニジューナナニチ), as people say it
+    to keep it apart from 一日 イチニチ."""
+    word = words[i]
+    if word["string"] != "七" or _pron(word) != "シチ" or i + 1 >= len(words):
+        return
+    if words[i + 1]["string"] == "日" and _pron(words[i + 1]) == "ニチ":
+        _set(word, "ナナ", 1)
+
+
+def _spoken_ii(words: list[NJDFeature], i: int) -> None:
+    """良い as a predicate before a particle or an auxiliary is said イイ (良いか,
+    良いけれど, 良いです); before a noun or at the end it stays ヨイ (良い状態)."""
+    word = words[i]
+    if word["string"] != "良い" or _pron(word) != "ヨイ" or i + 1 >= len(words):
+        return
+    if words[i + 1]["pos"] in ("助詞", "助動詞"):
+        _set(word, "イイ", int(word["acc"]))
+
+
 _SIDE_PARTICLES = frozenset({"が", "を", "へ", "より", "から", "まで", "、", "。", ""})
-_RULES: Sequence[Rule] = (_nani, _honorific_o, _fraction_bun, _manner_fuu, _person_kata)
+_RULES: Sequence[Rule] = (
+    _nani,
+    _honorific_o,
+    _fraction_bun,
+    _manner_fuu,
+    _person_kata,
+    _throughout_juu,
+    _day_nana,
+    _spoken_ii,
+)
 
 
 def read_in_context(features: list[NJDFeature]) -> list[NJDFeature]:

@@ -98,6 +98,7 @@ def place_nucleus(words: list[NJDFeature], phrase: Sequence[int]) -> None:
     _accent_copula(words, phrase)
     _move_off_special_mora(words, phrase)
     _flatten_final_accent_before_no(words, phrase)
+    _flatten_honorific_flat_noun(words, phrase)
 
 
 def _accent_verb_forms(words: list[NJDFeature], phrase: Sequence[int]) -> None:
@@ -143,14 +144,19 @@ _DOMINANT_SUFFIXES: dict[tuple[str, str], dict[str, int]] = {
 
 
 def _place_dominant_suffix(words: list[NJDFeature], phrase: Sequence[int]) -> None:
+    head = words[phrase[0]]
     before, after_te = 0, False
     for i in phrase:
         word = words[i]
         rule = _DOMINANT_SUFFIXES.get((word["pos"], word["orig"]))
-        # ...ています keeps the verb's own accent (思っています オモ]ッテイマス)
-        if rule is not None and before > 0 and not (after_te and word["cform"] == "基本形"):
-            nucleus = before + rule.get(word["cform"], rule[""])
-            words[phrase[0]]["acc"] = _clamp(nucleus, moras(words, phrase))
+        if rule is not None and before > 0:
+            if not (after_te and word["cform"] == "基本形"):
+                nucleus = before + rule.get(word["cform"], rule[""])
+                head["acc"] = _clamp(nucleus, moras(words, phrase))
+            elif int(head["acc"]) > before:
+                # ...ています keeps the verb's own accent (思っています オモ]ッテイマス),
+                # and a flat verb's stays flat (しています シテイマス)
+                head["acc"] = 0
         after_te = after_te or (word["pos_group1"] == "接続助詞" and word["orig"] in ("て", "で"))
         before += int(word["mora_size"])
 
@@ -227,3 +233,16 @@ def _move_off_special_mora(words: list[NJDFeature], phrase: Sequence[int]) -> No
     while 1 < accent < len(kana) and _cannot_carry_nucleus(kana, accent - 1):
         accent -= 1
     head["acc"] = accent
+
+
+def _flatten_honorific_flat_noun(words: list[NJDFeature], phrase: Sequence[int]) -> None:
+    """お or ご before a flat word is flat (お名前 オナマエ, ご都合 ゴツゴー);
+    OpenJTalk's prefix rule puts a nucleus after the prefix's first mora. A
+    nucleus a later word placed (お伝えします) stays."""
+    if len(phrase) < 2:
+        return
+    prefix, word = words[phrase[0]], words[phrase[1]]
+    if prefix["pos"] != "接頭詞" or str(prefix["pron"]) not in ("オ", "ゴ"):
+        return
+    if int(word["acc"]) == 0 and int(prefix["acc"]) <= moras(words, phrase[:2]):
+        prefix["acc"] = 0
