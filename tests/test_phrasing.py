@@ -158,3 +158,13 @@ def test_chained_accent_follows_openjtalks_rules(
 ) -> None:
     previous = _word("動詞", 0, 3, "*")
     assert chained_accent(accent, 3, _word("助詞", own, 1, rule), previous) == expected
+
+
+def test_user_words_keep_their_accent_and_reading() -> None:
+    """The user dictionary overrides the natural reading: a nucleus the user put
+    on ン stays there, and a word read ナニ stays ナニ before で."""
+    frontend = Frontend(UserDictionary(None))
+    frontend.add_word("担々麺", "タンタンメン", accent=2)
+    frontend.add_word("何", "ナニ", accent=1, word_type="common_noun")
+    assert prosody(frontend, "担々麺") == "タン]タンメン"
+    assert frontend.g2p("何でも").phones[1:5] == ("n", "a", "n", "i")

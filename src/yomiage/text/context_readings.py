@@ -137,10 +137,15 @@ _RULES: Sequence[Rule] = (
 )
 
 
-def read_in_context(features: list[NJDFeature]) -> list[NJDFeature]:
-    """``features`` (copied) with each word read as its neighbours make it read."""
+def read_in_context(
+    features: list[NJDFeature], keep: frozenset[str] = frozenset()
+) -> list[NJDFeature]:
+    """``features`` (copied) with each word read as its neighbours make it read;
+    words written as in ``keep`` (the user dictionary's) keep their reading."""
     words = [dict(f) for f in features]
     for i in range(len(words)):
+        if words[i]["string"] in keep:
+            continue
         for rule in _RULES:
             rule(words, i)
     return words

@@ -119,7 +119,8 @@ class Frontend:
         )
 
     def _openjtalk(self, words: Sequence[UserWord]) -> OpenJTalk:
-        passes = None if self.reading == "sbv2" else NaturalReading()
+        user_words = frozenset(w.surface for w in words)
+        passes = None if self.reading == "sbv2" else NaturalReading(user_words)
         if not words:
             return OpenJTalk(self._dictionary_dir, passes=passes)
         # MeCab reads the compiled dictionary into memory when OpenJTalk opens

@@ -22,10 +22,15 @@ _AS_JAPANESE = str.maketrans({",": "、", ".": "。", "!": "！", "?": "？"})
 
 
 class NaturalReading:
-    """The passes of the natural reading (see the module docstring); stateless."""
+    """The passes of the natural reading (see the module docstring). Words of the
+    user dictionary (``user_words``, their surfaces) keep the reading and accent
+    their entry gives them: the user dictionary overrides both readings."""
+
+    def __init__(self, user_words: frozenset[str] = frozenset()) -> None:
+        self.user_words = user_words
 
     def before(self, text: str) -> str:
         return text.translate(_AS_JAPANESE)
 
     def after(self, features: list[NJDFeature]) -> list[NJDFeature]:
-        return rephrase(read_in_context(features))
+        return rephrase(read_in_context(features, self.user_words), self.user_words)

@@ -99,10 +99,14 @@ def _phrases(words: Sequence[NJDFeature]) -> list[list[int]]:
     return phrases
 
 
-def rephrase(features: Sequence[NJDFeature]) -> list[NJDFeature]:
+def rephrase(
+    features: Sequence[NJDFeature], keep_accent: frozenset[str] = frozenset()
+) -> list[NJDFeature]:
     """``features`` (copied) with accent phrases joined and split as a speaker
     says them and each phrase's nucleus placed (:func:`place_nucleus`): only
-    ``chain_flag`` and the accent (``acc``) of each phrase's first word change."""
+    ``chain_flag`` and the accent (``acc``) of each phrase's first word change.
+    A phrase that holds a word written as in ``keep_accent`` (the user
+    dictionary's) keeps the nucleus its words' own accents give it."""
     words = [dict(f) for f in features]
     phrases = _split(words, _phrases(words))
     merged: list[list[int]] = []
@@ -115,7 +119,8 @@ def rephrase(features: Sequence[NJDFeature]) -> list[NJDFeature]:
                 continue
         merged.append(phrase)
     for phrase in merged:
-        place_nucleus(words, phrase)
+        if not any(words[i]["string"] in keep_accent for i in phrase):
+            place_nucleus(words, phrase)
     return words
 
 
