@@ -1,0 +1,192 @@
+"""What ``yomiage bench`` measured, as a table, a JSON object and a recommendation.
+
+The recommendation answers what users of every Japanese engine ask: which thread
+count and decoder precision to run on this CPU. It reads the rows only; the
+thresholds are here, once.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+ENOUGH = 0.05  # more threads that add less than this share of speed are not worth a core
+PRECISIONS = ("bf16", "int8", "fp32")  # as a loaded voice's runtime names them
+
+
+@dataclass(frozen=True)
+class Row:
+    """One text read by one configuration; ``peak_mb`` and ``load_s`` are its process's."""
+
+    threads: int
+    decoder: str  # as asked: auto, fp32, bf16, int8
+    runtime: str  # as loaded, e.g. "decoder bf16 on openvino"
+    text: str  # short, long, or given
+    audio_s: float
+    wall_s: float  # median of the timed runs of generate()
+    speed: float  # audio_s / wall_s: x real time
+    first_audio_s: float  # median time to the first chunk of stream()
+    peak_mb: float | None
+    load_s: float
+
+    @property
+    def precision(self) -> str:
+        """The decoder's precision as loaded (what ``auto`` became)."""
+        return resolved_precision(self.runtime) or self.decoder
+
+    @property
+    def label(self) -> str:
+        """The decoder as asked, with what ``auto`` became: ``auto (bf16)``."""
+        return f"auto ({self.precision})" if self.decoder == "auto" else self.decoder
+
+    @property
+    def flags(self) -> str:
+        return f"--threads {self.threads} --decoder {self.decoder}"
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """The configuration to run (fewest threads within :data:`ENOUGH` of the fastest, in
+    the fastest one's precision), the one with the soonest first audio, and the
+    sentences that say why."""
+
+    threads: int
+    decoder: str
+    speed: float
+    first_audio_threads: int
+    first_audio_decoder: str
+    first_audio_s: float
+    lines: tuple[str, ...]
+
+
+def resolved_precision(runtime: str) -> str | None:
+    """``bf16``, ``int8`` or ``fp32`` from a voice's runtime text, None if it names none."""
+    words = runtime.replace(",", " ").split()
+    return next((p for p in PRECISIONS if p in words), None)
+
+
+def _threads(n: int) -> str:
+    return f"{n} thread{'s' * (n != 1)}"
+
+
+def recommend(rows: list[Row]) -> Recommendation:
+    """What the rows imply; speed is judged on the long text, first audio on the short
+    one (each falls back to the text there is)."""
+    if not rows:
+        raise ValueError("nothing was measured")
+    texts = [r.text for r in rows]
+    speed_text = "long" if "long" in texts else texts[-1]
+    first_text = "short" if "short" in texts else texts[0]
+    timed = [r for r in rows if r.text == speed_text]
+    best = max(timed, key=lambda r: r.speed)
+    same = sorted((r for r in timed if r.decoder == best.decoder), key=lambda r: r.threads)
+    enough = next(r for r in same if r.speed >= best.speed * (1 - ENOUGH))
+    auto = f" ({best.precision})" if best.decoder == "auto" else ""
+    lines = [f"fastest: {best.flags}{auto}, {best.speed:.1f}x real time on the {speed_text} text"]
+    more = [r for r in same if r.threads > enough.threads]
+    if more:
+        top = max(more, key=lambda r: r.threads)
+        gain = top.speed / max(enough.speed, 1e-9) - 1
+        said = f"{_threads(enough.threads)}: {enough.speed:.1f}x real time; {top.threads} "
+        if gain < 0:
+            lines.append(said + f"are {-gain:.0%} slower: more threads do not help here")
+        else:
+            lines.append(said + f"add only {gain:.0%}: leave the other cores free")
+    elif len(same) > 1:
+        low = same[0]
+        lines.append(
+            f"more threads help: {_threads(low.threads)} {low.speed:.1f}x real time, "
+            f"{best.threads} {best.speed:.1f}x"
+        )
+    precisions = {r.precision: r for r in timed if r.threads == enough.threads}
+    if len(precisions) > 1:
+        ranked = sorted(precisions.values(), key=lambda r: r.speed, reverse=True)
+        top_p, *others = ranked
+        lines.extend(
+            f"decoder {top_p.precision}: {top_p.speed / max(o.speed, 1e-9):.2f}x the speed of "
+            f"{o.precision} at {_threads(enough.threads)}"
+            for o in others
+        )
+    first = min((r for r in rows if r.text == first_text), key=lambda r: r.first_audio_s)
+    lines.append(
+        f"first audio soonest: {first.flags}, {first.first_audio_s:.2f} s on the {first_text} text"
+    )
+    if best.speed < 1:
+        lines.append("slower than real time at best: a stream will pause; files are fine")
+    lines.append(f"recommended: --threads {enough.threads} --decoder {best.decoder}")
+    return Recommendation(
+        threads=enough.threads,
+        decoder=best.decoder,
+        speed=enough.speed,
+        first_audio_threads=first.threads,
+        first_audio_decoder=first.decoder,
+        first_audio_s=first.first_audio_s,
+        lines=tuple(lines),
+    )
+
+
+def table(rows: list[Row]) -> str:
+    """The rows as aligned columns, one line each, with a header."""
+    header = ("threads", "decoder", "text", "audio s", "speed", "first audio", "peak MB", "load s")
+    cells = [
+        (
+            str(r.threads),
+            r.label,
+            r.text,
+            f"{r.audio_s:.2f}",
+            f"{r.speed:.2f}x",
+            f"{r.first_audio_s:.3f} s",
+            "?" if r.peak_mb is None else f"{r.peak_mb:.0f}",
+            f"{r.load_s:.2f}",
+        )
+        for r in rows
+    ]
+    widths = [max(len(c[i]) for c in [header, *cells]) for i in range(len(header))]
+    left = {1, 2}  # words left, numbers right
+
+    def line(values: tuple[str, ...]) -> str:
+        return "  ".join(
+            v.ljust(w) if i in left else v.rjust(w)
+            for i, (v, w) in enumerate(zip(values, widths, strict=True))
+        ).rstrip()
+
+    return "\n".join(line(c) for c in [header, *cells])
+
+
+def machine() -> dict[str, Any]:
+    """The machine the numbers belong to."""
+    from yomiage.runtime.cpu import physical_cores
+
+    return {
+        "cpu": cpu_model(),
+        "logical_cores": os.cpu_count(),
+        "physical_cores": physical_cores(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def cpu_model() -> str:
+    """The CPU's name: /proc/cpuinfo's on Linux (``model name``, or an Arm board's
+    ``Hardware``/``Model``), else what :mod:`platform` knows."""
+    try:
+        info = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        info = ""
+    for key in ("model name", "Hardware", "Model"):
+        for line in info.splitlines():
+            name, sep, value = line.partition(":")
+            if sep and name.strip() == key and value.strip():
+                return value.strip()
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def report(rows: list[Row], recommendation: Recommendation, **about: Any) -> dict[str, Any]:
+    """The ``--json`` object: ``about`` (version, machine, voice, ...), rows, recommendation."""
+    out = dict(about)
+    out["rows"] = [{**asdict(r), "precision": r.precision} for r in rows]
+    out["recommendation"] = {**asdict(recommendation), "lines": list(recommendation.lines)}
+    return out

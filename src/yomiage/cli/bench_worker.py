@@ -1,0 +1,133 @@
+"""One configuration of ``yomiage bench``, measured in a process of its own.
+
+Load time and peak memory only mean something in a fresh process: a second
+engine in the same one finds the libraries imported, the files in the page
+cache of this process's allocator and the high-water mark already set by the
+first. So ``yomiage bench`` starts ``python -m yomiage.cli.bench_worker`` once
+per configuration, writes it a pickled :class:`BenchJob` on stdin, and reads
+one JSON event per line on stdout (``loaded``, ``measured`` per text, then
+``done``, or ``error`` with a one-line message). Anything else a library prints
+on stdout is not JSON and is ignored; stderr is the parent's to keep for a crash.
+
+Only the public API is used: ``EngineSpec.build()`` (``TTS(...).load().prepare()``),
+``Speaker.generate`` and ``Speaker.stream``.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from yomiage.engine_spec import EngineSpec
+from yomiage.errors import YomiageError
+
+if TYPE_CHECKING:
+    from yomiage.options import SynthesisOptions
+    from yomiage.speaker import Speaker
+
+SEED = 0  # every run reads the same audio, so runs differ only in time
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    """What one worker measures: the engine, the ``(name, text)`` pairs to read, and how
+    many timed runs of each after one warm-up (``texts`` empty: load only, which is how
+    the parent prepares the voice once before measuring: downloads, conversion, the
+    disk cache)."""
+
+    spec: EngineSpec
+    texts: tuple[tuple[str, str], ...]
+    repeat: int
+
+
+def measure(job: BenchJob) -> None:
+    """Load the engine, then time each text: ``generate`` for the speed, ``stream`` up to
+    its first chunk for the first audio (medians of ``job.repeat`` runs, each after one
+    warm-up of both, since first calls pay for allocations and, on OpenVINO, compiling
+    each window length)."""
+    started = time.perf_counter()
+    tts = job.spec.build()
+    load_s = time.perf_counter() - started
+    with tts:
+        [speaker] = tts.speakers.values()
+        _emit(event="loaded", load_s=load_s, runtime=speaker.runtime)
+        options = speaker.options(seed=SEED)
+        for name, text in job.texts:
+            speaker.generate(text, options)
+            _first_audio(speaker, text, options)
+            walls, audio_s = [], 0.0
+            for _ in range(job.repeat):
+                began = time.perf_counter()
+                audio_s = speaker.generate(text, options).duration
+                walls.append(time.perf_counter() - began)
+            firsts = [_first_audio(speaker, text, options) for _ in range(job.repeat)]
+            wall_s = statistics.median(walls)
+            _emit(
+                event="measured",
+                text=name,
+                audio_s=audio_s,
+                wall_s=wall_s,
+                speed=audio_s / max(wall_s, 1e-9),
+                first_audio_s=statistics.median(firsts),
+            )
+    _emit(event="done", peak_mb=peak_memory_mb())
+
+
+def _first_audio(speaker: Speaker, text: str, options: SynthesisOptions) -> float:
+    """Seconds from the call to the first chunk of a stream (then the stream is closed:
+    a listener's wait, not the whole text's)."""
+    began = time.perf_counter()
+    chunks = speaker.stream(text, options)
+    try:
+        next(chunks)
+        return time.perf_counter() - began
+    finally:
+        close = getattr(chunks, "close", None)
+        if close is not None:
+            close()
+
+
+def peak_memory_mb() -> float | None:
+    """This process's peak resident memory in MB (10**6 bytes): VmHWM on Linux, else the
+    rusage high-water mark (KB on Linux and BSD, bytes on macOS); None where neither exists."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024 / 1e6
+    except OSError:
+        pass
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 1e6 if sys.platform == "darwin" else peak * 1024 / 1e6
+
+
+def _emit(**event: Any) -> None:
+    print(json.dumps(event), flush=True)
+
+
+def main() -> int:
+    job = pickle.load(sys.stdin.buffer)
+    if not isinstance(job, BenchJob):
+        raise TypeError(f"expected a BenchJob on stdin, not {type(job).__name__}")
+    try:
+        measure(job)
+    except (YomiageError, ValueError, OSError, ImportError) as exc:
+        _emit(event="error", message=str(exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    # Run as the module's real name, so the pickled BenchJob is this module's class.
+    from yomiage.cli import bench_worker
+
+    sys.exit(bench_worker.main())

@@ -1,0 +1,147 @@
+"""``yomiage bench`` with the tiny fixture voice: its JSON, its table, its progress
+on stderr, its errors, and the recommendation's rules (never a measured speed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from yomiage.cli import main
+from yomiage.cli.bench import BenchError, _events, thread_counts
+from yomiage.cli.bench_report import Row, recommend, table
+
+
+def _bench(bundle: Path, *extra: str) -> list[str]:
+    return ["bench", "--model", str(bundle), "--quick", *extra]
+
+
+def test_json_shape_configs_once_and_progress_on_stderr(
+    test_voice: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "all" is 1 or 2 cores on a small machine, and auto loads fp32 for the tiny voice:
+    # each configuration is measured once.
+    args = _bench(test_voice, "--threads", "2,1,all,2", "--decoder", "auto,fp32", "--json")
+    assert main(args) == 0
+    out, err = capsys.readouterr()
+    report = json.loads(out)  # stdout is the JSON object and nothing else
+    assert set(report) >= {"yomiage", "machine", "voice", "texts", "rows", "recommendation"}
+    assert set(report["machine"]) >= {"cpu", "logical_cores", "physical_cores", "python"}
+    assert report["voice"] == "tiny" and list(report["texts"]) == ["short"]
+    assert report["decoders"] == ["auto"] and "fp32 is what auto loads" in report["notes"][0]
+    threads = report["threads"]
+    assert threads == sorted(set(threads)) and {1, 2} <= set(threads)
+    assert [(r["threads"], r["text"]) for r in report["rows"]] == [(n, "short") for n in threads]
+    for row in report["rows"]:
+        assert row["decoder"] == "auto" and row["precision"] == "fp32"
+        assert row["speed"] > 0 and row["audio_s"] > 0 and row["first_audio_s"] > 0
+        assert row["load_s"] > 0 and row["peak_mb"] > 0
+    rec = report["recommendation"]
+    assert rec["threads"] in threads and rec["decoder"] == "auto"
+    assert rec["lines"][-1] == f"recommended: --threads {rec['threads']} --decoder auto"
+    # One line as each configuration starts and as each step ends, all on stderr.
+    assert f"[1/{len(threads)}] 1 thread, decoder auto: loading…" in err
+    assert "short text:" in err and "peak memory" in err
+
+
+def test_quick_with_one_thread_prints_a_table(
+    test_voice: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(test_voice, "--threads", "1", "--text", "今日は晴れ。")) == 0
+    out, err = capsys.readouterr()
+    assert "threads  decoder" in out and "given" in out
+    assert out.rstrip().endswith("recommended: --threads 1 --decoder auto")
+    assert "[1/1] 1 thread, decoder auto: loading…" in err and "[1/1]" not in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--threads", "0"], "argument --threads: thread counts are positive"),
+        (["--threads", "1,x"], "not 'x'"),
+        (["--decoder", "fp16"], "argument --decoder: decoder precisions are auto"),
+        (["--repeat", "0"], "argument --repeat: a positive number"),
+        (["--text", "a", "--text-file", "b"], "not allowed with argument"),
+    ],
+)
+def test_bad_arguments_exit_1_with_one_line(
+    test_voice: Path, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(_bench(test_voice, *extra))
+    assert exited.value.code == 1
+    assert message in capsys.readouterr().err.splitlines()[-1]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["bench", "--voice", "no-such-voice"], "no-such-voice"),
+        (["bench", "--model", "/no/such/voice"], "/no/such/voice"),
+        (["bench", "--model", "x", "--text-file", "/no/such.txt"], "cannot read /no/such.txt"),
+        (["bench", "--model", "x", "--text", " "], "the text is empty"),
+    ],
+)
+def test_a_missing_voice_or_text_is_one_line(
+    capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    assert main(args) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("yomiage bench: ") and message in last
+
+
+def test_a_configuration_the_voice_lacks_is_named(
+    test_voice: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(_bench(test_voice, "--threads", "1", "--decoder", "int8")) == 1
+    last = capsys.readouterr().err.splitlines()[-1]
+    assert last.startswith("yomiage bench: 1 thread, decoder int8: ") and "int8" in last[30:]
+
+
+def test_a_crashing_worker_is_named_not_a_traceback() -> None:
+    with pytest.raises(BenchError, match=r"^3 threads, decoder fp32: the worker exited") as err:
+        list(_events("not a job", "3 threads, decoder fp32"))
+    assert "TypeError: expected a BenchJob" in str(err.value)
+
+
+def test_thread_counts_are_measured_once_smallest_first() -> None:
+    assert thread_counts((2, "all", 1, 4), cores=4) == (1, 2, 4)
+    assert thread_counts(("all", 2, 1), cores=1) == (1, 2)
+
+
+def _row(threads: int, speed: float, *, decoder: str = "auto", text: str = "long",
+         runtime: str = "decoder fp32 on onnxruntime", first: float = 0.3) -> Row:  # fmt: skip
+    return Row(threads, decoder, runtime, text, 10.0, 10.0 / speed, speed, first, 300.0, 1.0)
+
+
+def test_fewest_threads_within_five_percent_of_the_fastest() -> None:
+    rows = [_row(1, 1.0, first=0.5), _row(2, 1.9, first=0.3), _row(4, 1.95, first=0.25)]
+    rec = recommend(rows)
+    assert (rec.threads, rec.decoder, rec.first_audio_threads) == (2, "auto", 4)
+    assert "2 threads: 1.9x real time; 4 add only 3%" in "\n".join(rec.lines)
+    assert rec.lines[-1] == "recommended: --threads 2 --decoder auto"
+
+
+def test_more_threads_that_help_are_recommended_and_precisions_compared() -> None:
+    bf16 = "decoder bf16 on openvino"
+    rows = [_row(1, 1.0), _row(2, 2.0), _row(1, 1.8, runtime=bf16), _row(2, 3.6, runtime=bf16)]
+    rec = recommend(rows)
+    assert (rec.threads, rec.decoder) == (2, "auto")
+    lines = "\n".join(rec.lines)
+    assert "fastest: --threads 2 --decoder auto (bf16)" in lines
+    assert "decoder bf16: 1.80x the speed of fp32 at 2 threads" in lines
+
+
+def test_slower_with_more_threads_and_slower_than_real_time_are_said() -> None:
+    rec = recommend([_row(1, 0.8), _row(2, 0.6), _row(1, 0.8, text="short", first=0.9)])
+    lines = "\n".join(rec.lines)
+    assert rec.threads == 1 and "2 are 25% slower" in lines and "slower than real time" in lines
+    assert "first audio soonest: --threads 1 --decoder auto, 0.90 s on the short text" in lines
+
+
+def test_table_has_a_row_per_measurement() -> None:
+    text = table([_row(1, 1.0), _row(2, 2.0, decoder="fp32")])
+    header, one, two = text.splitlines()
+    assert header.split()[:3] == ["threads", "decoder", "text"]
+    assert "auto (fp32)" in one and "1.00x" in one and "fp32 " in two and "2.00x" in two
