@@ -40,6 +40,14 @@ def frontend() -> Iterator[Frontend]:
     f.close()
 
 
+@pytest.fixture(scope="session")
+def natural_frontend() -> Iterator[Frontend]:
+    """The default reading, with no user words."""
+    f = Frontend(UserDictionary(None))
+    yield f
+    f.close()
+
+
 # The voices the suite runs on everywhere (tools/make_test_voices.py makes them):
 # a yomiage bundle with its q8 BERT, and the same voice in HayaKoe's layout.
 TEST_VOICES = Path(__file__).resolve().parent / "data" / "voices"

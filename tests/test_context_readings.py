@@ -7,17 +7,6 @@ from __future__ import annotations
 import pytest
 
 from yomiage.text import Frontend
-from yomiage.text.user_dict import UserDictionary
-
-
-@pytest.fixture(scope="module")
-def natural() -> Frontend:
-    return Frontend(UserDictionary(None))
-
-
-@pytest.fixture(scope="module")
-def sbv2() -> Frontend:
-    return Frontend(UserDictionary(None), reading="sbv2")
 
 
 def phones(frontend: Frontend, text: str) -> str:
@@ -56,21 +45,21 @@ def phones(frontend: Frontend, text: str) -> str:
     ],
 )
 def test_reads_a_word_as_its_neighbours_make_it_read(
-    natural: Frontend, text: str, expected: str
+    natural_frontend: Frontend, text: str, expected: str
 ) -> None:
-    assert phones(natural, text) == expected
+    assert phones(natural_frontend, text) == expected
 
 
-def test_a_noun_after_a_comma_is_not_read_as_a_suffix(natural: Frontend) -> None:
+def test_a_noun_after_a_comma_is_not_read_as_a_suffix(natural_frontend: Frontend) -> None:
     """MeCab takes ASCII ``,`` for a digit separator and the noun after it for a
     suffix (色 ショク, 人 ニン); the natural reading hands it 、 instead."""
-    assert phones(natural, "サイズ、色、スタイル") == "saizuirosutairu"
-    assert phones(natural, "それだけで、人を責めるな") == "soredakedehitoosemeruna"
+    assert phones(natural_frontend, "サイズ、色、スタイル") == "saizuirosutairu"
+    assert phones(natural_frontend, "それだけで、人を責めるな") == "soredakedehitoosemeruna"
 
 
-def test_sbv2_reading_keeps_openjtalks_readings(sbv2: Frontend) -> None:
-    assert phones(sbv2, "何でも言う") == "nanidemoiu"
-    assert phones(sbv2, "サイズ、色") == "saizushoku"
+def test_sbv2_reading_keeps_openjtalks_readings(frontend: Frontend) -> None:
+    assert phones(frontend, "何でも言う") == "nanidemoiu"
+    assert phones(frontend, "サイズ、色") == "saizushoku"
 
 
 @pytest.mark.parametrize(
@@ -85,5 +74,7 @@ def test_sbv2_reading_keeps_openjtalks_readings(sbv2: Frontend) -> None:
         ("１９９０ー２０００年", "千九百九十から二千年"),
     ],
 )
-def test_phone_numbers_in_every_written_form(natural: Frontend, text: str, expected: str) -> None:
-    assert natural.normalize(text) == expected
+def test_phone_numbers_in_every_written_form(
+    natural_frontend: Frontend, text: str, expected: str
+) -> None:
+    assert natural_frontend.normalize(text) == expected

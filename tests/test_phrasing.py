@@ -16,16 +16,6 @@ from yomiage.text.phrasing import rephrase
 from yomiage.text.user_dict import UserDictionary
 
 
-@pytest.fixture(scope="module")
-def natural() -> Frontend:
-    return Frontend(UserDictionary(None))
-
-
-@pytest.fixture(scope="module")
-def sbv2() -> Frontend:
-    return Frontend(UserDictionary(None), reading="sbv2")
-
-
 def prosody(frontend: Frontend, text: str) -> str:
     """The accent phrases of ``text``: katakana (a vowel that lengthens the one
     before as ー), ``]`` after the nucleus, ``#`` between phrases (a flat phrase,
@@ -60,9 +50,9 @@ def prosody(frontend: Frontend, text: str) -> str:
     ],
 )
 def test_joins_what_a_speaker_says_as_one_phrase(
-    natural: Frontend, text: str, expected: str
+    natural_frontend: Frontend, text: str, expected: str
 ) -> None:
-    assert prosody(natural, text) == expected
+    assert prosody(natural_frontend, text) == expected
 
 
 @pytest.mark.parametrize(
@@ -72,8 +62,10 @@ def test_joins_what_a_speaker_says_as_one_phrase(
         ("激しくなった", "ハゲシ]ク#ナ]ッタ"),
     ],
 )
-def test_splits_what_a_speaker_keeps_apart(natural: Frontend, text: str, expected: str) -> None:
-    assert prosody(natural, text) == expected
+def test_splits_what_a_speaker_keeps_apart(
+    natural_frontend: Frontend, text: str, expected: str
+) -> None:
+    assert prosody(natural_frontend, text) == expected
 
 
 @pytest.mark.parametrize(
@@ -106,23 +98,25 @@ def test_splits_what_a_speaker_keeps_apart(natural: Frontend, text: str, expecte
         ("お伝えします", "オツタエシマ]ス"),
     ],
 )
-def test_nucleus_where_a_speaker_puts_it(natural: Frontend, text: str, expected: str) -> None:
-    assert prosody(natural, text) == expected
+def test_nucleus_where_a_speaker_puts_it(
+    natural_frontend: Frontend, text: str, expected: str
+) -> None:
+    assert prosody(natural_frontend, text) == expected
 
 
-def test_sbv2_reading_keeps_openjtalks_phrases(sbv2: Frontend) -> None:
-    assert prosody(sbv2, "検査する") == "ケ]ンサ#スル"
-    assert prosody(sbv2, "食べている") == "タベ]テ#イル"
+def test_sbv2_reading_keeps_openjtalks_phrases(frontend: Frontend) -> None:
+    assert prosody(frontend, "検査する") == "ケ]ンサ#スル"
+    assert prosody(frontend, "食べている") == "タベ]テ#イル"
 
 
-def test_readings_and_phones_never_change(natural: Frontend) -> None:
+def test_readings_and_phones_never_change(natural_frontend: Frontend) -> None:
     """Phrasing moves boundaries and nuclei only: the phones are those of the same
     dictionary's analysis without it; only the tones differ."""
     text = "彼は検査している人のことを、食べてしまったのではないと言いました。"
-    normalized = natural.normalize(text)
+    normalized = natural_frontend.normalize(text)
     unphrased = OpenJTalk(bundled_dictionary_dir("natural"))
     plain = g2p(normalized, unphrased)
-    phrased = natural.g2p(text)
+    phrased = natural_frontend.g2p(text)
     assert phrased.phones == plain.phones
     assert phrased.word2ph == plain.word2ph
     assert phrased.tones != plain.tones
