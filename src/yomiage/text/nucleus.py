@@ -6,8 +6,8 @@ rules its dictionary names in ``chain_rule``). Measured against JSUT's
 hand-checked accents it misplaces the nucleus in a few regular ways that
 :func:`place_nucleus` corrects: verb forms (食べた タ]ベタ, not タベ]タ), ます
 and なさい, which take the nucleus (書きます カキマ]ス), である, a nucleus on a
-mora that cannot carry one (外交官 ガイコ]ーカン), and a final-accented noun
-before の (娘の ムスメノ).
+mora that cannot carry one (外交官 ガイコ]ーカン), a final-accented noun
+before の (娘の ムスメノ) and お/ご before a flat word (お名前 オナマエ).
 
 A phrase is a list of indices into the sentence's NJD features; its accent is
 the ``acc`` of its first word (1-based mora of the nucleus, 0 for flat), the
@@ -47,33 +47,33 @@ def _rule_for(word: NJDFeature, previous: NJDFeature) -> tuple[str, int]:
     return general
 
 
-def chained_accent(accent: int, moras: int, word: NJDFeature, previous: NJDFeature) -> int:
-    """The accent of a phrase of ``moras`` moras with ``accent``, once ``word``
+def chained_accent(accent: int, size: int, word: NJDFeature, previous: NJDFeature) -> int:
+    """The accent of a phrase of ``size`` moras with ``accent``, once ``word``
     (whose own accent is ``word["acc"]``) is chained after ``previous``: OpenJTalk's
     combination rules (F: an ancillary word, C: a compound noun's second part,
     P: after a prefix)."""
     name, add = _rule_for(word, previous)
     own = int(word["acc"])
     if name == "F2":
-        return moras + add if accent == 0 else accent
+        return size + add if accent == 0 else accent
     if name == "F3":
-        return moras + add if accent != 0 else accent
+        return size + add if accent != 0 else accent
     if name == "F4":
-        return moras + add
+        return size + add
     if name in ("F5", "C4", "P6"):
         return 0
     if name == "C1":
-        return moras + own
+        return size + own
     if name == "C2":
-        return moras + 1
+        return size + 1
     if name == "C3":
-        return moras
+        return size
     if name == "P1":
-        return 0 if own == 0 else moras + own
+        return 0 if own == 0 else size + own
     if name == "P2":
-        return moras + (own or 1)
+        return size + (own or 1)
     if name == "P14":
-        return moras + own if own else accent
+        return size + own if own else accent
     return accent  # F1, C5 and words without a rule keep the phrase's accent
 
 
