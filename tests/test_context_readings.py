@@ -42,6 +42,9 @@ def phones(frontend: Frontend, text: str) -> str:
         # 良い before a particle or an auxiliary is イイ, before a noun ヨイ
         ("それで良いか", "soredeiika"),
         ("良い状態", "yoijootai"),
+        # 種 between a demonstrative and の is a kind (シュ), otherwise a seed (タネ)
+        ("ある種の病気", "arushunobyooki"),
+        ("種を蒔く", "taneomaku"),
     ],
 )
 def test_reads_a_word_as_its_neighbours_make_it_read(

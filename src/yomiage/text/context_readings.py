@@ -124,6 +124,16 @@ def _spoken_ii(words: list[NJDFeature], i: int) -> None:
         _set(word, "イイ", int(word["acc"]))
 
 
+def _kind_shu(words: list[NJDFeature], i: int) -> None:
+    """種 between a demonstrative and の is a kind: シュ (ある種の, この種の);
+    elsewhere it is a seed, タネ (種を蒔く)."""
+    word = words[i]
+    if word["string"] != "種" or _pron(word) != "タネ" or i == 0 or i + 1 >= len(words):
+        return
+    if words[i - 1]["pos"] == "連体詞" and words[i + 1]["string"] == "の":
+        _set(word, "シュ", 1)
+
+
 _SIDE_PARTICLES = frozenset({"が", "を", "へ", "より", "から", "まで", "、", "。", ""})
 _RULES: Sequence[Rule] = (
     _nani,
@@ -134,6 +144,7 @@ _RULES: Sequence[Rule] = (
     _throughout_juu,
     _day_nana,
     _spoken_ii,
+    _kind_shu,
 )
 
 
