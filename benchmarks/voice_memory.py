@@ -1,0 +1,77 @@
+"""What each extra voice costs in peak memory (issue 24: each extra voice <= +250 MB).
+
+Run: .venv/bin/python benchmarks/voice_memory.py BUNDLE [--voices 3] [--decoder auto]
+
+BUNDLE is a full-size bundle with its BERT in ``BUNDLE/bert`` (``yomiage convert
+... --bert ... --quantize q8``; ../shared/peers/README.md makes one). For N = 1..voices,
+a fresh process copies the bundle (without its BERT) to N folders, so nothing is
+shared by path, loads them all, generates one paragraph with each, and reports its
+peak RSS (VmHWM); the table gives each extra voice's cost against N - 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+TEXT = (
+    "吾輩は猫である。名前はまだ無い。どこで生れたかとんと見当がつかぬ。"
+    "何でも薄暗いじめじめした所でニャーニャー泣いていた事だけは記憶している。"
+)
+
+WORKER = """
+import json, sys
+from yomiage import TTS
+bundle, copies, decoder, text = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
+tts = TTS(device="cpu", threads=2, bert_source=bundle + "/bert", decoder_precision=decoder)
+for k, folder in enumerate(copies):
+    tts.load(f"v{k}", source=f"file://{folder}")
+tts.prepare()
+for k in range(len(copies)):
+    tts.speakers[f"v{k}"].generate(text, noise=0.0, noise_w=0.0)
+peak = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+print(json.dumps({"voices": len(copies), "peak_mb": peak / 1024}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("bundle", type=Path)
+    parser.add_argument("--voices", type=int, default=3)
+    parser.add_argument("--decoder", default="auto")
+    args = parser.parse_args()
+    if not (args.bundle / "bert").is_dir():
+        raise SystemExit(f"{args.bundle} has no bert/ folder: convert it with --bert")
+    with tempfile.TemporaryDirectory(prefix="voice-memory-") as tmp:
+        copies = []
+        for k in range(args.voices):
+            folder = Path(tmp) / f"voice{k}"
+            shutil.copytree(args.bundle, folder, ignore=shutil.ignore_patterns("bert"))
+            copies.append(str(folder))
+        rows = []
+        for n in range(1, args.voices + 1):
+            print(f"{n} voice(s)...", file=sys.stderr, flush=True)
+            out = subprocess.run(
+                [sys.executable, "-c", WORKER, str(args.bundle), json.dumps(copies[:n]),
+                 args.decoder, TEXT],
+                capture_output=True, text=True, check=True,
+            )  # fmt: skip
+            rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    machine = platform.processor() or platform.machine()
+    print(f"machine: {machine}, Python {platform.python_version()}")
+    print(f"decoder_precision={args.decoder!r}\n")
+    print("| voices | peak RSS MB | this voice costs |")
+    print("| --- | --- | --- |")
+    for prev, row in zip([None, *rows], rows, strict=False):
+        extra = f"+{row['peak_mb'] - prev['peak_mb']:.0f} MB" if prev else ""
+        print(f"| {row['voices']} | {row['peak_mb']:.0f} | {extra} |")
+
+
+if __name__ == "__main__":
+    main()
