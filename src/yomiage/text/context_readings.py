@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from yomiage.text.mora import mora_count
 from yomiage.text.openjtalk import NJDFeature
 
 # Moras that turn 何 into ナン before them: t-, d- and n- sounds, except に
@@ -32,7 +33,7 @@ def _set(word: NJDFeature, pron: str, accent: int) -> None:
     word["pron"] = pron
     word["read"] = pron
     word["acc"] = accent
-    word["mora_size"] = len([ch for ch in pron if ch not in "ャュョァィゥェォヮ"])
+    word["mora_size"] = mora_count(pron)
 
 
 def _nani(words: list[NJDFeature], i: int) -> None:

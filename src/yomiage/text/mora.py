@@ -9,6 +9,8 @@ from yomiage.errors import TextError
 from yomiage.text.symbols import PUNCTUATION_SET
 
 LONG_MARK = "ー"
+# Small kana join the mora before them (キャ is one mora).
+SMALL_KANA = frozenset("ァィゥェォャュョヮ")
 # A word-initial ー copies the previous word's last phoneme only when it is one of these.
 _CARRIES_LENGTH = frozenset({"a", "i", "u", "e", "o", "N", "q"})
 
@@ -28,6 +30,11 @@ def is_katakana(text: str) -> bool:
 
 def is_punctuation(text: str) -> bool:
     return bool(text) and all(ch in PUNCTUATION_SET for ch in text)
+
+
+def mora_count(reading: str) -> int:
+    """Morae of a katakana reading: small kana join the mora before them."""
+    return sum(1 for ch in reading if ch not in SMALL_KANA)
 
 
 def _body_to_phonemes(kana: str) -> list[str]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
+from yomiage.text.mora import SMALL_KANA
 from yomiage.text.openjtalk import NJDFeature
 
 
@@ -197,7 +198,6 @@ def _flatten_final_accent_before_no(words: list[NJDFeature], phrase: Sequence[in
 # compound rule puts on one falls on the mora before (外交官 ガイコ]ーカン, not
 # ガイコー]カン; 独裁者 ドクサ]イシャ).
 _SPECIAL_MORAS = frozenset("ーンッ")
-_SMALL_KANA = frozenset("ァィゥェォャュョヮ")
 
 
 def _vowel(mora: str) -> str:
@@ -209,7 +209,7 @@ def _vowel(mora: str) -> str:
 def _moras_of(kana: str) -> list[str]:
     moras: list[str] = []
     for ch in kana:
-        if ch in _SMALL_KANA and moras:
+        if ch in SMALL_KANA and moras:
             moras[-1] += ch
         else:
             moras.append(ch)

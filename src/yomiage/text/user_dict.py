@@ -29,7 +29,7 @@ from yomiage.errors import (
     UnknownWordError,
     UserDictionaryError,
 )
-from yomiage.text.mora import is_katakana, reading_to_phonemes
+from yomiage.text.mora import SMALL_KANA, is_katakana, mora_count, reading_to_phonemes
 
 log = logging.getLogger(__name__)
 
@@ -53,13 +53,7 @@ WORD_TYPES: dict[str, tuple[str, str, str, str]] = {
     "adjective": ("形容詞", "自立", "*", "*"),
     "suffix": ("名詞", "接尾", "一般", "*"),
 }
-_SMALL_KANA = frozenset("ァィゥェォャュョヮ")
 _FORBIDDEN_IN_SURFACE = frozenset(',"\n\r\t\x00')
-
-
-def mora_count(reading: str) -> int:
-    """Morae of a katakana reading: small kana join the mora before them."""
-    return sum(1 for ch in reading if ch not in _SMALL_KANA)
 
 
 def _to_katakana(text: str) -> str:
@@ -109,7 +103,7 @@ class UserWord:
             raise UserDictionaryError(
                 f"the reading has {len(reading)} characters; at most {MAX_READING_LENGTH}"
             )
-        if not is_katakana(reading) or reading[0] in _SMALL_KANA or reading[0] == "ー":
+        if not is_katakana(reading) or reading[0] in SMALL_KANA or reading[0] == "ー":
             raise UserDictionaryError(
                 f"the reading {reading[:40]!r} must be katakana (or hiragana), e.g. タンタンメン"
             )
