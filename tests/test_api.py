@@ -340,7 +340,7 @@ def test_torch_backend_through_the_same_pipeline(frontend: Any) -> None:
     api = _api()
     backend = TorchBackend(TINY / "bert" / "model", tokenizer_dir=TINY / "bert" / "tokenizer")
     voice = backend.load_voice(TINY / "model")
-    pipeline = Pipeline(backend, frontend, ComputeGate())
+    pipeline = Pipeline(backend, frontend, ComputeGate(), exact_pauses=True)
     options = SynthesisOptions(**api["params"])
     audio = Audio.from_chunks(pipeline.stream(voice, api["text"], options), 44100)
     reference = np.load(TINY / "cases" / "api.npz")["pcm_generate"]
@@ -435,9 +435,25 @@ def test_long_text_is_batched_in_bounded_groups(tts: TTS, monkeypatch: pytest.Mo
     text = "".join(f"これは{i}番目の文です。" for i in range(1, 21))
     chunks = list(tts.speakers["tiny"].stream(text, seed=0))
     assert sorted({c.sentence for c in chunks}) == list(range(20))
-    # first sentence alone, the whole text once for the pauses, then groups
+    # the first sentence alone, then groups, all made before the second sentence
+    # (for the pauses); nothing runs through BERT twice
     group = synthesis.BERT_GROUP
+    assert batches == [1, group, group, 20 - 1 - 2 * group]
+    # SBV2's way: the whole text once more for the pauses, then the groups as they come
+    batches.clear()
+    monkeypatch.setattr(pipeline, "exact_pauses", True)
+    assert [c.samples.size for c in tts.speakers["tiny"].stream(text, seed=0)]
     assert batches == [1, 1, group, group, 20 - 1 - 2 * group]
+    # a text past one BERT pass has no predicted pauses: groups only as the stream reaches them
+    batches.clear()
+    monkeypatch.setattr(pipeline, "exact_pauses", False)
+    book = "".join(f"これは{i}番目の文で、少し長めに書いてあります。" for i in range(1, 41))
+    stream = tts.speakers["tiny"].stream(book, seed=0)
+    assert batches == [1]
+    for chunk in stream:
+        if chunk.sentence == 2:
+            break
+    assert batches == [1, group]
 
 
 @pytest.mark.skipif(sys.version_info < (3, 11), reason="needs Task.cancelling (Python 3.11)")

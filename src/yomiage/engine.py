@@ -274,7 +274,8 @@ class TTS:
         if self._pipeline is None:
             backend = self._make_backend(voices)
             slots = max(1, physical_cores() // self.threads) if self.threads else 1
-            self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits)
+            self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits,
+                                      exact_pauses=self.reading == "sbv2")  # fmt: skip
         return self._pipeline
 
     def _make_backend(self, voices: list[Path]) -> SynthesisBackend:

@@ -29,6 +29,7 @@ from yomiage.runtime.placement import (
     voice_placement,
 )
 from yomiage.runtime.sessions import Sessions
+from yomiage.synthesis.pauses import join_token_rows
 from yomiage.text.g2p import Phonemes
 
 __all__ = ["BERT_PRECISIONS", "OnnxBackend", "session_options"]
@@ -119,6 +120,11 @@ class OnnxBackend:
     def bert_features(self, sentences: Sequence[Phonemes]) -> list[npt.NDArray[np.float32]]:
         """``[n_tok, C]`` features per sentence from one padded batch."""
         return self.bert.features([p.bert_text for p in sentences])
+
+    def join_bert_features(
+        self, features: Sequence[npt.NDArray[np.float32]]
+    ) -> npt.NDArray[np.float32]:
+        return np.concatenate(join_token_rows(features))
 
     def compile(self) -> None:
         """Nothing: ONNX Runtime optimizes the graphs when it loads them."""

@@ -31,6 +31,7 @@ from yomiage.runtime.chunking import (
     windows,
 )
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
+from yomiage.synthesis.pauses import join_token_rows
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 
@@ -83,6 +84,9 @@ class TorchBackend:
     def bert_features(self, sentences: Sequence[Phonemes]) -> list[torch.Tensor]:
         """``[n_tok, C]`` features of each sentence, from one batched BERT call, on the device."""
         return self.bert.features([p.bert_text for p in sentences])
+
+    def join_bert_features(self, features: Sequence[torch.Tensor]) -> torch.Tensor:
+        return torch.cat(join_token_rows(features))
 
 
 def _check_cuda_device(device: str) -> None:

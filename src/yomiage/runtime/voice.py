@@ -146,6 +146,11 @@ class SynthesisBackend(Protocol):
         """BERT features of each sentence (one batched call), in the backend's array type."""
         ...
 
+    def join_bert_features(self, features: Sequence[Any]) -> Any:
+        """Consecutive sentences' features as one text's: the first's ``[CLS]``, every
+        sentence's own tokens, the last's ``[SEP]`` (see ``synthesis.pauses.joined_reading``)."""
+        ...
+
     def new_rng(self, seed: int | None) -> Any:
         """Random state for one sentence: encode draws from it first, decode second."""
         ...

@@ -5,13 +5,22 @@ sentence-final ``.``, ``!`` or ``?`` when it reads the text as a whole; that
 length, not a constant, becomes the pause. Silence the previous sentence
 already ends with counts towards it, and no pause is shorter than
 :data:`MIN_PAUSE_SECONDS`.
+
+"The text as a whole" is, as SBV2 does it, the text read and run through BERT
+once more; or (yomiage's natural reading) the sentences already read, joined
+(:func:`joined_reading`, :func:`join_token_rows`), so BERT runs once per
+sentence and not again for the pauses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import SYMBOL_TO_ID
 
 MIN_PAUSE_SECONDS = 0.08
@@ -19,6 +28,33 @@ SILENCE_WINDOW_SECONDS = 0.010
 SILENCE_THRESHOLD = 0.02  # of the sentence's peak
 _BOUNDARY_IDS = frozenset(SYMBOL_TO_ID[s] for s in (".", "!", "?"))
 _BLANK_ID = SYMBOL_TO_ID["_"]
+
+
+def joined_reading(parts: Sequence[Phonemes]) -> Phonemes:
+    """Consecutive sentences' readings as one utterance: their phones between one
+    pair of ``_`` pads, as one whole-text g2p would give them (differing only where
+    a line break adds a mark or the sentences' accents meet)."""
+    if not parts:
+        raise ValueError("nothing to join")
+    first, last = parts[0], parts[-1]
+    return Phonemes(
+        text="".join(p.text for p in parts),
+        bert_text="".join(p.bert_text for p in parts),
+        words=tuple(w for p in parts for w in p.words),
+        readings=tuple(r for p in parts for r in p.readings),
+        phones=(first.phones[0], *(x for p in parts for x in p.phones[1:-1]), last.phones[-1]),
+        tones=(first.tones[0], *(x for p in parts for x in p.tones[1:-1]), last.tones[-1]),
+        word2ph=(first.word2ph[0], *(x for p in parts for x in p.word2ph[1:-1]), last.word2ph[-1]),
+    )
+
+
+def join_token_rows(features: Sequence[Any]) -> list[Any]:
+    """The row blocks that make consecutive sentences' ``[n_tok, C]`` BERT features
+    one text's, matching :func:`joined_reading`: the first sentence's ``[CLS]``, each
+    sentence's own tokens, the last one's ``[SEP]``. (Concatenate them.)"""
+    if not features:
+        raise ValueError("nothing to join")
+    return [features[0][:1], *(f[1:-1] for f in features), features[-1][-1:]]
 
 
 def boundary_frames(

@@ -7,8 +7,11 @@ Order of work for a request, chosen so the first audio leaves early:
 2. BERT + encoder for the first sentence alone, then its audio window by window;
 3. BERT for the following sentences in batched calls of up to
    :data:`BERT_GROUP` sentences, each made when the stream reaches it;
-4. the whole text once through BERT + encoder for the pauses (spec §8.3),
-   needed only before the second sentence starts;
+4. the pauses (spec §8.3), needed only before the second sentence starts: the
+   encoder and duration predictor over the whole text, fed the sentences'
+   own BERT features joined (so a text that fits one BERT pass has all its
+   sentences' BERT made at this point); with ``exact_pauses`` (SBV2's reading)
+   the whole text goes through g2p and BERT once more, as SBV2 does;
 5. each later sentence: the pause (zeros), then its audio window by window.
 
 Every backend call goes through the engine's compute gate
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,7 +40,12 @@ from yomiage.limits import Limits
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import Durations, EncodedSentence, SynthesisBackend, Voice
 from yomiage.synthesis.gate import ComputeGate, GatedCalls
-from yomiage.synthesis.pauses import boundary_frames, gap_samples, trailing_silence
+from yomiage.synthesis.pauses import (
+    boundary_frames,
+    gap_samples,
+    joined_reading,
+    trailing_silence,
+)
 from yomiage.synthesis.pitch import adjust_pitch, require_world
 from yomiage.synthesis.reading import Sentence, read_sentences, sentence_length
 from yomiage.text.frontend import Frontend
@@ -74,6 +82,8 @@ class _Job:
     sentences: Sequence[Sentence]
     calls: GatedCalls
     early_audio: bool = True  # small first windows (see Pipeline.stream)
+    # BERT features made ahead of their sentence's encoding, by index (see _features)
+    features: dict[int, Any] = field(default_factory=dict)
 
 
 class Pipeline:
@@ -85,11 +95,17 @@ class Pipeline:
         frontend: Frontend,
         gate: ComputeGate,
         limits: Limits | None = None,
+        *,
+        exact_pauses: bool = False,
     ) -> None:
+        """``exact_pauses``: predict the pauses from the whole text read and run
+        through BERT again, exactly as SBV2 does (spec §8.3), instead of from the
+        sentences' own features joined (one BERT pass; see :meth:`_pauses`)."""
         self.backend = backend
         self.frontend = frontend
         self.gate = gate
         self.limits = limits or Limits()
+        self.exact_pauses = exact_pauses
 
     def stream(
         self,
@@ -152,11 +168,21 @@ class Pipeline:
             out.append((sentence, calls(voice.durations, sentence.phonemes, feature, options, rng)))
         return out
 
+    def _features(self, job: _Job, start: int, stop: int) -> list[Any]:
+        """BERT features of sentences ``start:stop``: those made before, the rest in one batch."""
+        stop = min(stop, len(job.sentences))
+        missing = [i for i in range(start, stop) if i not in job.features]
+        if missing:
+            made = job.calls(
+                self.backend.bert_features, [job.sentences[i].phonemes for i in missing]
+            )
+            job.features.update(zip(missing, made, strict=True))
+        return [job.features[i] for i in range(start, stop)]
+
     def _encode(self, job: _Job, start: int, stop: int) -> list[tuple[EncodedSentence, Any]]:
         """Sentences ``start:stop`` through BERT (one batch) and the encoder."""
         group = job.sentences[start:stop]
-        phonemes = [s.phonemes for s in group]
-        features = job.calls(self.backend.bert_features, phonemes)
+        features = self._features(job, start, stop)
         out = []
         for i, (sentence, feature) in enumerate(zip(group, features, strict=True)):
             rng = self.backend.new_rng(sentence_seed(job.seed, start + i))
@@ -216,6 +242,8 @@ class Pipeline:
         for index, sentence in enumerate(job.sentences):
             if index == 1:
                 pauses = self._pauses(job)
+            if index >= 1:
+                job.features.pop(index - 1, None)  # encoded, and the pauses are known
             if index >= 1 and (index - 1) % BERT_GROUP == 0:
                 # The next sentences' BERT in one batch, a bounded group at a time:
                 # one batch of a whole book would hold the stream (and its slot) for
@@ -305,19 +333,35 @@ class Pipeline:
     def _pauses(self, job: _Job) -> list[float | None]:
         """Predicted pause (s) after each sentence but the last, from one whole-text reading.
 
-        Texts too long for one g2p or BERT pass get no prediction (the floor
-        of :data:`yomiage.synthesis.pauses.MIN_PAUSE_SECONDS` applies).
+        By default the whole text is the sentences' readings joined, with
+        their own BERT features (made here in the groups :meth:`_encode` would
+        make them in, so each sentence's audio is what it would be anyway):
+        what the second BERT pass cost, 5-10% of a paragraph's time, is saved.
+        BERT then sees each sentence alone rather than the text, which moves a
+        pause by a frame or so (``benchmarks/pause_reading.py``). Texts too long
+        for one g2p or BERT pass get no prediction (the floor of
+        :data:`yomiage.synthesis.pauses.MIN_PAUSE_SECONDS` applies), nor does a
+        request that chose its pauses.
         """
         n_sentences = sum(not s.clause for s in job.sentences)
-        if n_sentences < 2:
+        if n_sentences < 2 or job.options.pause_seconds is not None:
             return []
-        try:
-            whole = self.frontend.g2p(job.text)
-        except TextError:
-            return []
-        if len(whole.bert_text) + 2 > MAX_BERT_TOKENS:
-            return []
-        [features] = job.calls(self.backend.bert_features, [whole])
+        if self.exact_pauses:
+            try:
+                whole = self.frontend.g2p(job.text)
+            except TextError:
+                return []
+            if len(whole.bert_text) + 2 > MAX_BERT_TOKENS:
+                return []
+            [features] = job.calls(self.backend.bert_features, [whole])
+        else:
+            parts = [s.phonemes for s in job.sentences]
+            whole = joined_reading(parts)
+            if len(whole.bert_text) + 2 > MAX_BERT_TOKENS:
+                return []
+            for start in range(1, len(parts), BERT_GROUP):
+                self._features(job, start, start + BERT_GROUP)
+            features = self.backend.join_bert_features([job.features[i] for i in range(len(parts))])
         rng = self.backend.new_rng(sentence_seed(job.seed, _PAUSE_STREAM))
         durations = job.calls(job.voice.durations, whole, features, job.options, rng)
         if durations is None:
