@@ -57,6 +57,14 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     from malloc where there is none; memory patterns are off (they plan for one
     input shape, and every request has its own). Graphs come optimized from
     ``yomiage convert``; only the CPU-specific passes run at load.
+
+    Idle pool threads sleep instead of spinning: every session has its own
+    pool, and a request runs four graphs one after another, so the pool of the
+    graph that just finished spun on the cores the next graph needed (and
+    OpenVINO's decoder). Measured on the full-size voice, 2 threads, float32,
+    one sentence: the flow 80-94 -> 44 ms, BERT 39-41 -> 26 ms, the whole
+    request 0.41-0.42 -> 0.33 s; with the bf16 decoder 0.30 -> 0.25 s, and a
+    two-sentence text 1.15 -> 1.04 s (benchmarks/RESULTS.md, issue 24).
     """
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or physical_cores()
@@ -64,6 +72,7 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.enable_mem_pattern = False
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     arena = shared_cpu_arena()
     options.enable_cpu_mem_arena = arena
     if arena:
