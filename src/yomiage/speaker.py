@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from yomiage.options import OptionFields
     from yomiage.runtime.voice import Voice
+    from yomiage.synthesis.lengths import PhoneLengths
     from yomiage.synthesis.pipeline import Pipeline
     from yomiage.text.g2p import Phonemes
 
@@ -111,12 +112,15 @@ class Speaker:
         self,
         reading: Sequence[Phonemes],
         options: SynthesisOptions | None = None,
+        *,
+        lengths: Sequence[PhoneLengths | None] | None = None,
         **overrides: Unpack[OptionFields],
     ) -> Audio:
         """The audio of a reading made by the caller, one :class:`Phonemes` per sentence
         (an editor's own accents and moras; :class:`~yomiage.text.Frontend` ``.g2p``
-        makes one from text). Pauses and timings as for :meth:`generate`."""
-        chunks = self.stream_reading(reading, options, **overrides)
+        makes one from text). Pauses and timings as for :meth:`generate`; ``lengths``
+        as for :meth:`stream_reading`."""
+        chunks = self.stream_reading(reading, options, lengths=lengths, **overrides)
         return Audio.from_chunks(chunks, self.sample_rate)
 
     def stream_reading(
@@ -126,15 +130,19 @@ class Speaker:
         *,
         cancel: threading.Event | None = None,
         early_audio: bool = False,
+        lengths: Sequence[PhoneLengths | None] | None = None,
         **overrides: Unpack[OptionFields],
     ) -> Iterator[AudioChunk]:
         """:meth:`generate_reading` a chunk at a time; ``cancel`` and ``early_audio`` as
-        for :meth:`stream` (a server stops an editor's synthesis when its client leaves)."""
+        for :meth:`stream` (a server stops an editor's synthesis when its client leaves).
+        ``lengths``: each sentence's phoneme lengths in seconds, one per phoneme between
+        the pads (None for the predicted one), as an editor set them
+        (:mod:`yomiage.synthesis.lengths`)."""
         checked = self.options(options, **overrides)
         text = "".join(p.text for p in reading)
         return self._pipeline.stream(
             self._voice, text, checked, cancel=cancel, early_audio=early_audio,
-            reading=list(reading),
+            reading=list(reading), lengths=lengths,
         )  # fmt: skip
 
     def predict(

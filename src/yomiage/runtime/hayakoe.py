@@ -122,6 +122,10 @@ class HayakoeVoice:
         frames = self._predicted(self._feeds(x, options))
         return None if frames is None else Durations(x.inputs, frames)
 
+    def with_durations(self, encoded: EncodedSentence, durations: npt.NDArray[np.int64]) -> None:
+        """None: HayaKoe's synthesizer is one graph that makes its own durations."""
+        return None
+
     def _predicted(self, feeds: dict[str, Any]) -> npt.NDArray[np.int64] | None:
         if self.duration_predictor is None:
             return None

@@ -11,7 +11,7 @@ by the generator's receptive field that grow from a small first one
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +157,12 @@ class BundleVoice:
     ) -> Durations:
         x = sentence_feeds(self.info, self.styles, phonemes, features, options)
         return Durations(x.inputs, self._encode(x, options, rng)[0])
+
+    def with_durations(
+        self, encoded: EncodedSentence, durations: npt.NDArray[np.int64]
+    ) -> EncodedSentence:
+        """The decoder reads the durations from the sentence itself (decode_windows)."""
+        return replace(encoded, durations=durations)
 
     def _encode(
         self, x: SentenceFeeds, options: SynthesisOptions, rng: Any

@@ -9,6 +9,7 @@ break in half precision (spec §11).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,16 @@ class PyTorchVoice:
         """Token durations without audio (the encoder alone; for pauses)."""
         [encoded] = self.encode([phonemes], [features], options, rng)
         return Durations(encoded.inputs, encoded.durations)
+
+    def with_durations(
+        self, encoded: EncodedSentence, durations: npt.NDArray[np.int64]
+    ) -> EncodedSentence:
+        """The prior is spread over the frames of ``state.durations``: both change."""
+        state = encoded.state
+        frames = torch.from_numpy(np.asarray(durations, np.int64)).to(
+            state.durations.device, state.durations.dtype
+        )[None, None]
+        return replace(encoded, durations=durations, state=replace(state, durations=frames))
 
     def decode(
         self, encoded: EncodedSentence, options: SynthesisOptions, rng: Any

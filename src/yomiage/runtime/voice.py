@@ -123,6 +123,13 @@ class Voice(Protocol):
         """How long each token of ``phonemes`` is held, or None if the voice cannot tell."""
         ...
 
+    def with_durations(
+        self, encoded: EncodedSentence, durations: npt.NDArray[np.int64]
+    ) -> EncodedSentence | None:
+        """``encoded`` to be read with ``durations`` (frames per token) instead of the
+        predicted ones; None for a voice whose audio does not follow them."""
+        ...
+
     def decode_windows(
         self,
         encoded: EncodedSentence,

@@ -49,7 +49,8 @@ class EngineRequest:
     small first windows; False for a whole-body response. ``reading``: an
     editor's phonemes, one per sentence, read instead of ``text`` (which then
     only names them), so an editor's synthesis stops as a stream does when its
-    client leaves.
+    client leaves. ``lengths``: with ``reading``, the editor's phoneme lengths per
+    sentence (:mod:`yomiage.synthesis.lengths`).
     """
 
     voice: str
@@ -57,6 +58,7 @@ class EngineRequest:
     options: SynthesisOptions
     early_audio: bool = True
     reading: tuple[Phonemes, ...] | None = None
+    lengths: tuple[tuple[float | None, ...] | None, ...] | None = None
 
 
 class ChunkSource(Protocol):
@@ -143,8 +145,9 @@ class LocalChunkSource:
         early, cancel = request.early_audio, self._cancel
         if request.reading is not None:
             return self._speaker.stream_reading(
-                request.reading, request.options, cancel=cancel, early_audio=early
-            )
+                request.reading, request.options, cancel=cancel, early_audio=early,
+                lengths=request.lengths,
+            )  # fmt: skip
         return self._speaker.stream(request.text, request.options, cancel=cancel, early_audio=early)
 
     def cancel(self) -> None:

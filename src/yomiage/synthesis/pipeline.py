@@ -35,11 +35,12 @@ import numpy.typing as npt
 
 from yomiage.audio.results import AudioChunk
 from yomiage.audio.timings import Timings, sentence_timings
-from yomiage.errors import ModelLoadError, TextError
+from yomiage.errors import ModelLoadError, OptionError, TextError
 from yomiage.limits import Limits
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import Durations, EncodedSentence, SynthesisBackend, Voice
 from yomiage.synthesis.gate import ComputeGate, GatedCalls
+from yomiage.synthesis.lengths import PhoneLengths, edited_durations
 from yomiage.synthesis.pauses import (
     boundary_frames,
     gap_samples,
@@ -84,6 +85,7 @@ class _Job:
     early_audio: bool = True  # small first windows (see Pipeline.stream)
     # BERT features made ahead of their sentence's encoding, by index (see _features)
     features: dict[int, Any] = field(default_factory=dict)
+    lengths: Sequence[PhoneLengths | None] | None = None  # a caller's, per sentence
 
 
 class Pipeline:
@@ -116,6 +118,7 @@ class Pipeline:
         cancel: threading.Event | None = None,
         early_audio: bool = True,
         reading: Sequence[Phonemes] | None = None,
+        lengths: Sequence[PhoneLengths | None] | None = None,
     ) -> Iterator[AudioChunk]:
         """Chunks of ``text`` read by ``voice``; validates everything before the first.
 
@@ -128,10 +131,14 @@ class Pipeline:
         agrees with the streamed one to within the decoder's precision).
         ``reading``: the sentences' phonemes as the caller made them (an editor's
         accents and moras), read instead of ``text``, which then only names them.
+        ``lengths``: with ``reading``, each sentence's phoneme lengths as the caller
+        wants them heard (:mod:`yomiage.synthesis.lengths`; None: predicted).
         """
         if options.changes_pitch:
             require_world()
         max_length = sentence_length(voice.info.whole_utterance, options.speed)
+        if lengths is not None and (reading is None or len(lengths) != len(reading)):
+            raise OptionError("lengths", "lengths need a reading, one entry per sentence")
         if reading is not None:
             if not reading:
                 raise TextError("the reading is empty")
@@ -142,9 +149,8 @@ class Pipeline:
             )
         seed = draw_seed() if options.seed is None else options.seed
         options = replace(options, seed=seed)
-        job = _Job(
-            voice, text, options, seed, sentences, GatedCalls(self.gate, cancel), early_audio
-        )
+        job = _Job(voice, text, options, seed, sentences, GatedCalls(self.gate, cancel),
+                   early_audio, lengths=lengths)  # fmt: skip
         # Encode the first sentence here, so that bad options (and a first
         # sentence beyond the limits) fail at the call.
         first = self._encode(job, 0, 1)[0]
@@ -189,8 +195,20 @@ class Pipeline:
             [encoded] = job.calls(
                 job.voice.encode, [sentence.phonemes], [feature], job.options, rng
             )
-            out.append((encoded, rng))
+            out.append((self._edited(job, start + i, encoded), rng))
         return out
+
+    def _edited(self, job: _Job, index: int, encoded: EncodedSentence) -> EncodedSentence:
+        """Sentence ``index`` with the caller's phoneme lengths, where it gave some and
+        the voice can take them (a HayaKoe synthesizer makes its own: unchanged)."""
+        lengths = job.lengths[index] if job.lengths is not None else None
+        if lengths is None:
+            return encoded
+        info = job.voice.info
+        durations = edited_durations(encoded.durations, lengths,
+                                     frame_seconds=info.hop_length / info.sample_rate,
+                                     add_blank=info.add_blank)  # fmt: skip
+        return job.voice.with_durations(encoded, durations) or encoded
 
     def _check_limits(self, job: _Job, encoded: EncodedSentence, index: int, before: float) -> None:
         """Sentence ``index`` may not last too long, nor take the request past its limit

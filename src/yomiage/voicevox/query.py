@@ -222,6 +222,25 @@ def reading_of(phrases: Sequence[AccentPhrase], where: str = "accent_phrases") -
                     tuple(word2ph))  # fmt: skip
 
 
+def lengths_of(phrases: Sequence[AccentPhrase]) -> tuple[float | None, ...] | None:
+    """Seconds of each phoneme :func:`reading_of` makes of one sentence's phrases, between
+    its pads, as the query sets them (a mark it adds itself: None, the voice's own);
+    None when every length is zero, as AivisSpeech fills them, which sets nothing."""
+    lengths: list[float | None] = []
+    for phrase in phrases:
+        for mora in phrase.moras:
+            if mora.consonant:
+                lengths.append(mora.consonant_length or 0.0)
+            lengths.append(mora.vowel_length)
+        if phrase.pause_mora is not None:
+            lengths.append(phrase.pause_mora.vowel_length)
+    if not any(lengths):
+        return None
+    if not phrases or phrases[-1].pause_mora is None:
+        lengths.append(None)  # the mark reading_of ends the sentence with
+    return tuple(lengths)
+
+
 _CONSONANTS = frozenset({
     "b", "by", "ch", "d", "dy", "f", "g", "gw", "gy", "h", "hy", "j", "k", "kw", "ky", "m",
     "my", "n", "ny", "p", "py", "r", "ry", "s", "sh", "t", "ts", "ty", "v", "w", "y", "z",
