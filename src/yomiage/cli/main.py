@@ -74,9 +74,9 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"yomiage {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    from yomiage.cli import batch, bench, convert, generate, serve, sources, text
+    from yomiage.cli import batch, bench, convert, generate, serve, sources, text, vvpp
 
-    for command in (generate, batch, serve, text, convert, sources, bench):
+    for command in (generate, batch, serve, text, convert, sources, bench, vvpp):
         command.register(sub)
 
     dev = sub.add_parser(

@@ -194,6 +194,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging"
     )
     add_engine_arguments(p, many=True)
+    p.add_argument(
+        "--use_gpu",
+        "--use-gpu",
+        dest="use_gpu",
+        action="store_true",
+        help="run the voices on the GPU (--device cuda); an error where PyTorch sees no CUDA "
+        "device. The VOICEVOX editor passes it in GPU mode",
+    )
     p.set_defaults(func=run)
 
 
@@ -277,7 +285,27 @@ def check_voices(args: argparse.Namespace) -> None:
             lookup(name)
 
 
+def gpu_device(device: str) -> str:
+    """The device ``--use_gpu`` means: ``--device`` where it names a CUDA device, else
+    "cuda". Where PyTorch sees none it is an error, never a quiet fall-back to the CPU:
+    who asked for the GPU would otherwise not learn why synthesis is slow."""
+    from yomiage.errors import MissingExtraError, ModelLoadError
+
+    try:
+        import torch
+    except ImportError:
+        raise MissingExtraError("--use_gpu", "torch", "torch") from None
+    if not torch.cuda.is_available():
+        raise ModelLoadError(
+            "--use_gpu: PyTorch sees no CUDA device; run without it (CPU) or on a machine "
+            "with an NVIDIA GPU and a CUDA build of PyTorch"
+        )
+    return device if device.startswith("cuda") else "cuda"
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.use_gpu:
+        args.device = gpu_device(args.device)
     check_voices(args)
     try:
         import uvicorn  # noqa: F401  (the [server] extra: said before anything loads)
