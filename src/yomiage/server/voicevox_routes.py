@@ -19,8 +19,7 @@ from fastapi.responses import Response
 
 from yomiage import __version__
 from yomiage.audio import Audio
-from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
-from yomiage.server.service import EngineRequest
+from yomiage.runtime.gpu import cuda_may_run
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox_http import (
     VoxError,
@@ -31,11 +30,13 @@ from yomiage.server.voicevox_http import (
     no_content,
     vox_router,
 )
+from yomiage.server.voicevox_streaming_routes import add_streaming_routes
+from yomiage.server.voicevox_synthesis import VoxSynthesis
 from yomiage.server.voicevox_work import VoxWork
 from yomiage.text.accent_phrases import PhraseSpec
-from yomiage.text.g2p import Phonemes
-from yomiage.voicevox.cost import estimated_seconds, spoken_chars
-from yomiage.voicevox.ids import VoxSpeaker, VoxStyle, vox_speakers
+from yomiage.voicevox.cost import spoken_chars
+from yomiage.voicevox.engine_id import ENGINE_UUID, SUPPORTED_FEATURES
+from yomiage.voicevox.ids import VoxSpeaker, VoxStyle
 from yomiage.voicevox.kana import KanaError, kana_text, parse_kana
 from yomiage.voicevox.model import (
     AudioQuery,
@@ -43,14 +44,7 @@ from yomiage.voicevox.model import (
     parse_audio_query,
 )
 from yomiage.voicevox.presets import PresetStore, parse_preset
-from yomiage.voicevox.query import (
-    audio_query,
-    reading_of,
-    retime,
-    sentences,
-    spec_of,
-    structure,
-)
+from yomiage.voicevox.query import audio_query, retime, spec_of
 from yomiage.voicevox.synthesis import output_seconds, synthesis_options, wav_bytes
 
 log = logging.getLogger(__name__)
@@ -60,59 +54,17 @@ UNSUPPORTED = (
     ("POST", "/sing_frame_audio_query"), ("POST", "/sing_frame_f0"),
     ("POST", "/sing_frame_volume"), ("POST", "/frame_synthesis"),
     ("POST", "/synthesis_morphing"), ("POST", "/morphable_targets"),
-    ("POST", "/cancellable_synthesis"), ("GET", "/singers"), ("GET", "/singer_info"),
+    ("GET", "/singers"), ("GET", "/singer_info"),
 )  # fmt: skip
 
 
 def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     """The VOICEVOX routes, over the server's voices, limits and admission gate."""
-    speakers = vox_speakers(
-        (card.name, card.speaker_ids, card.style_ids or {s: i for i, s in enumerate(card.styles)},
-         card.credits.speaker_uuids if card.credits else None)
-        for card in state.voices.values()
-    )  # fmt: skip
-    styles = {style.id: style for speaker in speakers for style in speaker.styles}
+    vox = VoxSynthesis(state)
+    speakers, styles, style_of = vox.speakers, vox.styles, vox.style_of
+    check_chars, check_text, check_cost = vox.check_chars, vox.check_text, vox.check_cost
     presets = PresetStore(state.config.presets_path)
     by_uuid = {speaker.speaker_uuid: speaker for speaker in speakers}
-
-    def style_of(request: Request) -> VoxStyle:
-        style_id = int_param(request, "speaker")
-        style = styles.get(style_id) if style_id is not None else None
-        if style is None:
-            raise VoxError(404, f"style {style_id} does not exist; GET /speakers lists them")
-        return style
-
-    max_seconds = audio_limit(state)
-
-    def check_chars(count: int, what: str) -> None:
-        """Every text a voice reads, whatever field it came in, meets ``--max-chars``."""
-        limit = state.config.max_input_chars
-        if count > limit:
-            raise VoxError(413, f"{what} has {count} characters; this server reads {limit}")
-
-    def check_text(text: str, field: str) -> None:
-        if not text.strip():
-            raise VoxError(422, f"{field} is empty")
-        check_chars(len(text), field)
-
-    def check_cost(queries: Sequence[AudioQuery]) -> None:
-        """What the queries will read and make, refused before any work (413)."""
-        total = 0
-        for n, query in enumerate(queries):
-            where = f"query {n + 1}: " if len(queries) > 1 else ""
-            kana = len(query.kana) if query.kana and query.kana.strip() else 0
-            check_chars(kana, f"{where}kana")
-            phrases = spoken_chars(query.accent_phrases)
-            check_chars(phrases, f"{where}accent_phrases")
-            total += max(kana, phrases)
-        if len(queries) > 1:
-            check_chars(total, f"the {len(queries)} queries together")
-        seconds = sum(estimated_seconds(q) for q in queries)
-        if seconds > max_seconds:
-            raise VoxError(413, f"the audio would last about {seconds:.0f} s (silences "
-                                f"included); this server makes at most {max_seconds:g} s "
-                                "a request")  # fmt: skip
-
     route = vox_router(app, state)
 
     @route("GET", "/version")
@@ -149,7 +101,9 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("GET", "/supported_devices")
     async def supported_devices(request: Request) -> Response:
-        return json_response({"cpu": True, "cuda": False, "dml": False})
+        # cuda: what --use_gpu (the editor's GPU mode) could use, or what runs now
+        cuda = cuda_may_run() or any("cuda" in c.runtime for c in state.voices.values())
+        return json_response({"cpu": True, "cuda": cuda, "dml": False})
 
     @route("GET", "/is_initialized_speaker")
     async def is_initialized(request: Request) -> Response:
@@ -247,23 +201,12 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         work: VoxWork, style: VoxStyle, query: AudioQuery, made: float
     ) -> tuple[bytes, float]:
         """One query's WAV and its seconds (``made``: seconds this request made before)."""
-        options = synthesis_options(style, query)
         card = state.voices[style.voice]
-        unchanged: list[Phonemes] | None = None
-        if query.kana and query.kana.strip():
-            kana = query.kana
-            readings = await work.run(lambda: state.service.read(style.voice, kana, options))
-            if structure(audio_query(readings, kana, card.sample_rate).accent_phrases) == structure(
-                query.accent_phrases
-            ):
-                unchanged = [r.phonemes for r in readings]
-        reading = unchanged or [reading_of(s) for s in sentences(query.accent_phrases)]
+        request = await vox.engine_request(work, style, query, early_audio=False)
 
         def generate() -> tuple[Audio, float]:
             # A stream, not one call, so that a client leaving stops the synthesis too.
             started = time.perf_counter()
-            text = "".join(p.text for p in reading)
-            request = EngineRequest(style.voice, text, options, False, tuple(reading))
             source = state.service.open(request)
             work.when_cancelled(source.cancel)
             try:
@@ -273,12 +216,9 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             return Audio.from_chunks(chunks, card.sample_rate), time.perf_counter() - started
 
         audio, wall = await work.run(generate)
-        _count(state, style.voice, len(audio.samples) / card.sample_rate, wall)
+        vox.count(style.voice, len(audio.samples) / card.sample_rate, wall)
         seconds = output_seconds(len(audio.samples), card.sample_rate, query)
-        if made + seconds > max_seconds:  # the voice read it longer than the query said
-            raise VoxError(413, f"the audio would last {made + seconds:.0f} s (silences "
-                                f"included); this server makes at most {max_seconds:g} s a "
-                                "request")  # fmt: skip
+        vox.check_made(made + seconds)
         data = await work.run(lambda: wav_bytes(audio.samples, card.sample_rate, query, work.check))
         return data, seconds
 
@@ -313,22 +253,13 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             archive = await work.run(lambda: _zip(wavs, work.check))
         return Response(archive, media_type="application/zip")
 
+    add_streaming_routes(route, state, vox, synthesis)
     for method, path in UNSUPPORTED:
 
         async def unsupported(request: Request, path: str = path) -> Response:
             raise VoxError(501, f"{path}: Style-Bert-VITS2 voices cannot sing or morph")
 
         route(method, path)(unsupported)
-
-
-def audio_limit(state: ServerState) -> float:
-    """Seconds of audio one request may make: the server's setting, else the limit of
-    an engine run in this process, else the engine's default for servers."""
-    if state.config.max_audio_seconds is not None:
-        return state.config.max_audio_seconds
-    limits = getattr(getattr(state.service, "tts", None), "limits", None)
-    engine = getattr(limits, "max_request_seconds", None)
-    return float(engine) if engine else DEFAULT_MAX_REQUEST_SECONDS
 
 
 def _zip(wavs: Sequence[bytes], check: Callable[[], None]) -> bytes:
@@ -339,14 +270,6 @@ def _zip(wavs: Sequence[bytes], check: Callable[[], None]) -> bytes:
             check()
             archive.writestr(f"{i:03d}.wav", data)
     return out.getvalue()
-
-
-def _count(state: ServerState, voice: str, seconds: float, wall: float) -> None:
-    """The audio made, in the same metrics as the speech routes'."""
-    state.metrics.audio_seconds.inc(voice, amount=seconds)
-    state.metrics.synthesis_seconds.inc(voice, amount=wall)
-    if seconds > 0:
-        state.metrics.rtf.observe(wall / seconds, voice)
 
 
 def _kana(text: str) -> list[PhraseSpec]:
@@ -372,7 +295,7 @@ def _manifest(sample_rate: int) -> dict[str, Any]:
         "manifest_version": "0.13.1",
         "name": "yomiage",
         "brand_name": "yomiage",
-        "uuid": "5b2f8e1a-3c4d-4e6f-9a7b-0c1d2e3f4a5b",
+        "uuid": ENGINE_UUID,
         "url": "https://github.com/yomiage/yomiage",
         "icon": "",
         "default_sampling_rate": sample_rate,
@@ -381,21 +304,7 @@ def _manifest(sample_rate: int) -> dict[str, Any]:
         "update_infos": [],
         "dependency_licenses": [],
         "supported_vvlib_manifest_version": None,
-        "supported_features": {
-            "adjust_mora_pitch": False,
-            "adjust_phoneme_length": False,
-            "adjust_speed_scale": True,
-            "adjust_pitch_scale": True,
-            "adjust_intonation_scale": True,
-            "adjust_volume_scale": True,
-            "adjust_pause_length": True,
-            "interrogative_upspeak": False,
-            "synthesis_morphing": False,
-            "sing": False,
-            "manage_library": False,
-            "return_resource_url": False,
-            "apply_katakana_english": True,
-        },
+        "supported_features": {key: value for key, (value, _) in SUPPORTED_FEATURES.items()},
     }
 
 

@@ -5,13 +5,12 @@ minutes of work: :func:`spoken_chars` is the text the voice's BERT will read
 (held to ``--max-chars`` like any text), :func:`estimated_seconds` the audio
 the query will make (held to ``--max-audio-seconds``), silence included.
 
-The estimate reads the query's own mora lengths, which are the voice's when
-the query came from ``/audio_query``. Synthesis ignores them (the voice's
-duration predictor decides), so a length past :data:`MAX_MORA_SECONDS`, which
-no voice predicts at normal speed, counts as that much: an editor's stretched
-vowel does not get a query refused for audio it will not make. The engine
-still checks the lengths it predicts, sentence by sentence, before making
-each; this estimate spares the work done before that check would fire.
+The estimate reads the query's own lengths, which are the voice's when the
+query came from ``/audio_query`` and what the voice reads when an editor changed
+them (:mod:`yomiage.synthesis.lengths`); the pauses between sentences count at
+``pauseLength`` or the engine's floor, since the voice predicts them only as it
+reads. The engine still checks the audio it is about to make, sentence by
+sentence; this estimate spares the work done before that check would fire.
 """
 
 from __future__ import annotations
@@ -21,8 +20,6 @@ from collections.abc import Sequence
 from yomiage.synthesis.pauses import MIN_PAUSE_SECONDS
 from yomiage.voicevox.model import AccentPhrase, AudioQuery
 from yomiage.voicevox.query import SENTENCE_MARKS
-
-MAX_MORA_SECONDS = 1.0
 
 
 def spoken_chars(phrases: Sequence[AccentPhrase]) -> int:
@@ -47,16 +44,12 @@ def estimated_seconds(query: AudioQuery) -> float:
     speech = pauses = 0.0  # speech is read at the query's speed, the pauses not
     for phrase in query.accent_phrases:
         for mora in phrase.moras:
-            length = max(0.0, mora.consonant_length or 0.0) + max(0.0, mora.vowel_length)
-            speech += min(length, MAX_MORA_SECONDS)
+            speech += max(0.0, mora.consonant_length or 0.0) + max(0.0, mora.vowel_length)
         pause = phrase.pause_mora
         if pause is None:
             continue
-        if pause.text not in SENTENCE_MARKS:  # a pause inside a sentence is the voice's own
-            speech += min(max(0.0, pause.vowel_length), MAX_MORA_SECONDS)
-        elif query.pauseLength is not None:
-            pauses += query.pauseLength * query.pauseLengthScale
-        else:
-            own = max(MIN_PAUSE_SECONDS, min(pause.vowel_length, MAX_MORA_SECONDS))
-            pauses += own * query.pauseLengthScale
+        speech += max(0.0, pause.vowel_length)  # the mark itself, read at its length
+        if pause.text in SENTENCE_MARKS:  # then the pause the voice puts between sentences
+            gap = query.pauseLength if query.pauseLength is not None else MIN_PAUSE_SECONDS
+            pauses += gap * query.pauseLengthScale
     return speech / query.speedScale + pauses + padding_seconds(query)

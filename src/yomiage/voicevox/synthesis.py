@@ -68,9 +68,9 @@ def wav_bytes(
         for block in _blocks(samples, rate, query, gain):
             check()
             audio = resampler.process(block) if resampler is not None else block
-            w.writeframes(_pcm(audio, channels))
+            w.writeframes(pcm16(audio, channels))
         if resampler is not None:
-            w.writeframes(_pcm(resampler.flush(), channels))
+            w.writeframes(pcm16(resampler.flush(), channels))
     return out.getvalue()
 
 
@@ -90,6 +90,7 @@ def _blocks(
             yield np.zeros(min(block, silence - start), np.float32)
 
 
-def _pcm(audio: npt.NDArray[np.float32], channels: int) -> bytes:
+def pcm16(audio: npt.NDArray[np.float32], channels: int) -> bytes:
+    """16-bit little-endian PCM, each sample repeated per channel (one rounding for every route)."""
     pcm = (np.clip(audio, -1.0, 1.0) * 32767.0).round().astype("<i2")
     return (np.repeat(pcm, channels) if channels > 1 else pcm).tobytes()
