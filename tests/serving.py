@@ -69,3 +69,32 @@ def serve(tts: TTS, config: ServerConfig | None = None) -> Iterator[RunningServe
     finally:
         server.should_exit = True
         thread.join(timeout=15)
+
+
+def first_style(server: RunningServer) -> int:
+    """The id of the first style ``GET /speakers`` lists (VOICEVOX routes)."""
+    with server.client() as http:
+        style: int = http.get("/speakers").json()[0]["styles"][0]["id"]
+        return style
+
+
+def audio_query(server: RunningServer, speaker: int, text: str) -> dict[str, Any]:
+    """A fresh ``POST /audio_query`` body for ``text`` (VOICEVOX routes)."""
+    with server.client() as http:
+        made = http.post("/audio_query", params={"speaker": speaker, "text": text})
+        assert made.status_code == 200, made.text
+        body: dict[str, Any] = made.json()
+        return body
+
+
+def with_voicevox_client(server: RunningServer, work: Any) -> Any:
+    """``await work(client)`` with voicevox-client's own Client on the server."""
+    import asyncio
+
+    import voicevox
+
+    async def main() -> Any:
+        async with voicevox.Client(base_url=server.url) as client:
+            return await work(client)
+
+    return asyncio.run(main())

@@ -3,7 +3,6 @@ on loopback, with the tiny test voice and the same voice as an AIVMX file."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import io
 import wave
@@ -19,7 +18,7 @@ pytest.importorskip("fastapi")
 voicevox = pytest.importorskip("voicevox")
 
 from tests.conftest import TEST_VOICES  # noqa: E402
-from tests.serving import RunningServer, serve  # noqa: E402
+from tests.serving import RunningServer, serve, with_voicevox_client  # noqa: E402
 from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig  # noqa: E402
 from yomiage.voicevox.ids import derived_speaker_uuid, style_id  # noqa: E402
@@ -41,14 +40,6 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     tts.close()
 
 
-def _call(server: RunningServer, work: Any) -> Any:
-    async def main() -> Any:
-        async with voicevox.Client(base_url=server.url) as client:
-            return await work(client)
-
-    return asyncio.run(main())
-
-
 def _wav(data: bytes) -> tuple[int, int, np.ndarray]:
     with wave.open(io.BytesIO(data)) as w:
         frames = np.frombuffer(w.readframes(w.getnframes()), "<i2")
@@ -56,7 +47,7 @@ def _wav(data: bytes) -> tuple[int, int, np.ndarray]:
 
 
 def _styles(server: RunningServer) -> dict[tuple[str, str], int]:
-    speakers = _call(server, lambda c: c.fetch_speakers())
+    speakers = with_voicevox_client(server, lambda c: c.fetch_speakers())
     return {(s.name, st.name): st.id for s in speakers for st in s.styles}
 
 
@@ -73,7 +64,9 @@ def test_speakers_have_stable_ids_aivisspeech_gives_aivmx_voices(server: Running
 
 def test_audio_query_has_real_accents_lengths_and_pitches(server: RunningServer) -> None:
     speaker = _styles(server)[("tiny (spk_a)", "Neutral")]
-    query = _call(server, lambda c: c.create_audio_query("こんにちは、ヒホです。", speaker=speaker))
+    query = with_voicevox_client(
+        server, lambda c: c.create_audio_query("こんにちは、ヒホです。", speaker=speaker)
+    )
     phrases = query.accent_phrases
     assert ["".join(m.text for m in p.moras) for p in phrases] == ["コンニチワ", "ヒホデス"]
     assert [p.accent for p in phrases] == [5, 1]
@@ -104,7 +97,7 @@ def test_synthesis_honours_the_edits(server: RunningServer) -> None:
         resampled = await query.synthesis(speaker=speaker)
         return [plain, fast, quiet, padded, resampled]
 
-    plain, fast, quiet, padded, resampled = (_wav(b) for b in _call(server, work))
+    plain, fast, quiet, padded, resampled = (_wav(b) for b in with_voicevox_client(server, work))
     rate, channels, samples = plain
     assert (rate, channels) == (44100, 1)
     # twice as fast (the 80 ms floor of sentence pauses and rounding up of frames stay)
@@ -131,7 +124,7 @@ def test_the_same_query_gives_the_same_audio_and_an_accent_edit_is_heard(
         edited = await query.synthesis(speaker=speaker)
         return [first, again, edited]
 
-    first, again, edited = _call(server, work)
+    first, again, edited = with_voicevox_client(server, work)
     assert first == again
     assert edited != first
 
@@ -164,7 +157,7 @@ def test_multi_synthesis_initialize_and_devices(server: RunningServer) -> None:
         version = await client.fetch_engine_version()
         return archive, inited, devices, version
 
-    archive, inited, devices, version = _call(server, work)
+    archive, inited, devices, version = with_voicevox_client(server, work)
     with zipfile.ZipFile(io.BytesIO(archive)) as z:
         assert z.namelist() == ["001.wav", "002.wav"]
         assert all(_wav(z.read(n))[0] == 44100 for n in z.namelist())
@@ -175,7 +168,7 @@ def test_multi_synthesis_initialize_and_devices(server: RunningServer) -> None:
 
 def test_errors_are_voicevox_shaped(server: RunningServer) -> None:
     with pytest.raises(voicevox.errors.NotfoundError, match="style 7 does not exist"):
-        _call(server, lambda c: c.create_audio_query("はい", speaker=7))
+        with_voicevox_client(server, lambda c: c.create_audio_query("はい", speaker=7))
     with server.client() as http:
         speaker = _styles(server)[("tiny (spk_a)", "Neutral")]
         bad = http.post("/synthesis", params={"speaker": speaker},
@@ -211,7 +204,7 @@ def test_the_supervised_worker_serves_them_too(test_voice: Path) -> None:
     service = WorkerService(functools.partial(crashing_service.build, str(test_voice)))
     try:
         with serve(service, ServerConfig(warmup=False)) as running:  # type: ignore[arg-type]
-            speakers = _call(running, lambda c: c.fetch_speakers())
+            speakers = with_voicevox_client(running, lambda c: c.fetch_speakers())
             speaker = speakers[0].styles[0].id
 
             async def work(client: Any) -> bytes:
@@ -219,7 +212,7 @@ def test_the_supervised_worker_serves_them_too(test_voice: Path) -> None:
                 data: bytes = await query.synthesis(speaker=speaker)
                 return data
 
-            rate, _, samples = _wav(_call(running, work))
+            rate, _, samples = _wav(with_voicevox_client(running, work))
             assert rate == 44100 and len(samples) > 0
     finally:
         service.close()
@@ -245,7 +238,9 @@ def test_presets_make_queries_and_persist(tmp_path: Path) -> None:
                 [kept] = http.get("/presets").json()
                 assert kept["name"] == "renamed" and kept["pauseLengthScale"] == 1.0
 
-            query = _call(running, lambda c: c.create_audio_query_from_preset("はい。", 1))
+            query = with_voicevox_client(
+                running, lambda c: c.create_audio_query_from_preset("はい。", 1)
+            )
             assert (query.speed_scale, query.volume_scale) == (1.5, 0.5)
             assert query.accent_phrases
         with serve(tts, config) as running, running.client() as http:  # a restart keeps them

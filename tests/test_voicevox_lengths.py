@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import io
 import wave
 from collections.abc import Iterator
@@ -14,7 +13,13 @@ pytest.importorskip("fastapi")
 voicevox = pytest.importorskip("voicevox")
 
 from tests.conftest import TEST_VOICES  # noqa: E402
-from tests.serving import RunningServer, serve  # noqa: E402
+from tests.serving import (  # noqa: E402
+    RunningServer,
+    audio_query,
+    first_style,
+    serve,
+    with_voicevox_client,
+)
 from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig  # noqa: E402
 
@@ -33,22 +38,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     tts.close()
 
 
-def _call(server: RunningServer, work: Any) -> Any:
-    async def main() -> Any:
-        async with voicevox.Client(base_url=server.url) as client:
-            return await work(client)
-
-    return asyncio.run(main())
-
-
 def _seconds(data: bytes) -> float:
     with wave.open(io.BytesIO(data)) as w:
         return w.getnframes() / w.getframerate()
-
-
-def _speaker(server: RunningServer) -> int:
-    speakers = _call(server, lambda c: c.fetch_speakers())
-    return int(speakers[0].styles[0].id)
 
 
 def test_the_manifest_says_lengths_can_be_edited(server: RunningServer) -> None:
@@ -59,7 +51,7 @@ def test_the_manifest_says_lengths_can_be_edited(server: RunningServer) -> None:
 
 
 def test_a_longer_vowel_and_pause_last_exactly_that_much_longer(server: RunningServer) -> None:
-    speaker = _speaker(server)
+    speaker = first_style(server)
 
     async def work(client: Any) -> list[bytes]:
         query = await client.create_audio_query("こんにちは、今日は晴れです。", speaker=speaker)
@@ -73,16 +65,16 @@ def test_a_longer_vowel_and_pause_last_exactly_that_much_longer(server: RunningS
         both = await query.synthesis(speaker=speaker)
         return [plain, again, vowel, both]
 
-    plain, again, vowel, both = _call(server, work)
+    plain, again, vowel, both = with_voicevox_client(server, work)
     assert plain == again
     assert _seconds(vowel) - _seconds(plain) == pytest.approx(0.5, abs=FRAME)
     assert _seconds(both) - _seconds(vowel) == pytest.approx(0.25, abs=FRAME)
 
 
 def test_speed_scale_shortens_edited_lengths_too(server: RunningServer) -> None:
-    speaker = _speaker(server)
+    speaker = first_style(server)
     with server.client() as http:
-        query = http.post("/audio_query", params={"text": "はい。", "speaker": speaker}).json()
+        query = audio_query(server, speaker, "はい。")
         query["accent_phrases"][0]["moras"][0]["vowel_length"] = 1.0
         slow = http.post("/synthesis", params={"speaker": speaker}, json=query)
         query["speedScale"] = 2.0
@@ -93,11 +85,9 @@ def test_speed_scale_shortens_edited_lengths_too(server: RunningServer) -> None:
 
 
 def test_all_zero_lengths_as_aivisspeech_sends_them_are_not_read(server: RunningServer) -> None:
-    speaker = _speaker(server)
+    speaker = first_style(server)
+    query = audio_query(server, speaker, "こんにちは。")
     with server.client() as http:
-        query = http.post(
-            "/audio_query", params={"text": "こんにちは。", "speaker": speaker}
-        ).json()
         plain = http.post("/synthesis", params={"speaker": speaker}, json=query)
         for phrase in query["accent_phrases"]:
             for mora in phrase["moras"]:
@@ -112,9 +102,9 @@ def test_all_zero_lengths_as_aivisspeech_sends_them_are_not_read(server: Running
 
 def test_a_stretched_vowel_counts_in_full_against_the_audio_limit(server: RunningServer) -> None:
     """Lengths are read as set now, so the estimate counts them as set (no 1 s cap)."""
-    speaker = _speaker(server)
+    speaker = first_style(server)
     with server.client() as http:
-        query = http.post("/audio_query", params={"text": "はい。", "speaker": speaker}).json()
+        query = audio_query(server, speaker, "はい。")
         query["accent_phrases"][0]["moras"][0]["vowel_length"] = 5000.0
         refused = http.post("/synthesis", params={"speaker": speaker}, json=query)
     assert refused.status_code == 413

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("fastapi")
 
 from tests.conftest import TEST_VOICES
-from tests.serving import RunningServer, serve
+from tests.serving import RunningServer, audio_query, first_style, serve
 from yomiage import TTS
 from yomiage.errors import Cancelled
 from yomiage.server import ServerConfig
@@ -47,18 +47,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 @pytest.fixture(scope="module")
 def speaker(server: RunningServer) -> int:
-    with server.client() as http:
-        style: int = http.get("/speakers").json()[0]["styles"][0]["id"]
-        return style
+    return first_style(server)
 
 
 @pytest.fixture(scope="module")
 def query(server: RunningServer, speaker: int) -> dict[str, Any]:
-    with server.client() as http:
-        made = http.post("/audio_query", params={"speaker": speaker, "text": TEXT})
-        assert made.status_code == 200, made.text
-        body: dict[str, Any] = made.json()
-        return body
+    return audio_query(server, speaker, TEXT)
 
 
 def _stream(
