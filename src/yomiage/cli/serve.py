@@ -50,7 +50,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     net = p.add_argument_group("network and safety")
     net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    net.add_argument("--port", type=int, default=8000, help="port (default 8000; 0: any free)")
+    net.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        help="port (default 8000, or 10101 with --compat aivisspeech; 0: any free)",
+    )
     net.add_argument(
         "--api-key",
         metavar="KEY",
@@ -159,6 +164,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "docs/voicevox.md); default both",
     )
     net.add_argument(
+        "--compat",
+        choices=["voicevox", "aivisspeech"],
+        default="voicevox",
+        help="whose meanings the VOICEVOX routes give an AudioQuery's fields: voicevox "
+        "(default) or aivisspeech (AivisSpeech Engine's: intonationScale is the style "
+        "strength, tempoDynamicsScale the tempo dynamics; docs/voicevox.md)",
+    )
+    net.add_argument(
         "--presets",
         metavar="FILE",
         help="keep the VOICEVOX presets in FILE (JSON, written on each change; default: memory)",
@@ -222,6 +235,14 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def listen_port(args: argparse.Namespace) -> int:
+    """``--port``, else the port of the engine ``--compat`` stands in for (AivisSpeech's
+    10101, where its clients look), else 8000. ``--port 0`` stays 0: any free port."""
+    from yomiage.server.config import COMPAT_PORTS
+
+    return int(args.port) if args.port is not None else COMPAT_PORTS[args.compat]
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -338,6 +359,7 @@ def run(args: argparse.Namespace) -> int:
         header_timeout=args.header_timeout,
         body_timeout=args.body_timeout,
         max_connections=connection_cap(args.max_connections),
+        compat=args.compat,
     )
     if not _is_loopback(args.host) and config.api_key is None:
         log.warning(
@@ -366,7 +388,7 @@ def run(args: argparse.Namespace) -> int:
 
         runtimes = {name: card.runtime for name, card in service.voices.items()}
         log_voice_runtimes(runtimes, args.threads, QUANTIZE[args.quantize])
-        sock = bind(args.host, args.port)
+        sock = bind(args.host, listen_port(args))
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
         print(

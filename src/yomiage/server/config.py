@@ -20,6 +20,10 @@ LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 APIS = ("openai", "voicevox")
+# Whose meanings a VOICEVOX AudioQuery's fields have (docs/voicevox.md, "--compat
+# aivisspeech"), and the port each engine listens on unless told otherwise.
+Compat = Literal["voicevox", "aivisspeech"]
+COMPAT_PORTS: Mapping[str, int] = MappingProxyType({"voicevox": 8000, "aivisspeech": 10101})
 # Pages served from this machine, which VOICEVOX lets call its engine by default.
 LOCAL_APP_ORIGINS = r"^https?://(localhost|127\.0\.0\.1|\[::1\])(:[0-9]+)?$"
 
@@ -49,6 +53,10 @@ class ServerConfig:
     ``apis``: which client APIs to serve besides ``/tts``: ``openai``
     (``/v1/...``) and ``voicevox`` (VOICEVOX's engine routes, docs/voicevox.md);
     ``presets_path``: where the VOICEVOX presets are kept (default: memory only).
+    ``compat``: whose meanings the VOICEVOX routes give an AudioQuery's fields:
+    ``voicevox`` (VOICEVOX's) or ``aivisspeech`` (AivisSpeech Engine's:
+    ``intonationScale`` is the style strength, ``tempoDynamicsScale`` the SDP
+    ratio, pauses the voice's own) and which engine ``/engine_manifest`` resembles.
     The audio a request may make is bounded by the engine's
     :class:`~yomiage.limits.Limits` (``yomiage serve --max-audio-seconds``).
     Slow clients: a request head must arrive within ``header_timeout`` s of
@@ -79,6 +87,7 @@ class ServerConfig:
     header_timeout: float = 20.0
     body_timeout: float = 60.0
     max_connections: int = 1000
+    compat: Compat = "voicevox"
 
     def __post_init__(self) -> None:
         if self.max_audio_seconds is not None and not self.max_audio_seconds > 0:
@@ -96,6 +105,8 @@ class ServerConfig:
             raise ValueError(f"unknown API {sorted(unknown)[0]!r}; choose from {', '.join(APIS)}")
         if self.header_timeout <= 0 or self.body_timeout <= 0 or self.max_connections < 2:
             raise ValueError("need header_timeout > 0, body_timeout > 0, max_connections >= 2")
+        if self.compat not in COMPAT_PORTS:
+            raise ValueError(f"compat must be {' or '.join(COMPAT_PORTS)}, not {self.compat!r}")
         if not self.allowed_hosts or not all(h.strip() for h in self.allowed_hosts):
             raise ValueError("allowed_hosts needs at least one non-empty name (or '*')")
 

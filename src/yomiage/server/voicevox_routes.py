@@ -12,6 +12,7 @@ import logging
 import time
 import zipfile
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -20,6 +21,7 @@ from fastapi.responses import Response
 from yomiage import __version__
 from yomiage.audio import Audio
 from yomiage.runtime.gpu import cuda_may_run
+from yomiage.server.config import Compat
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox_http import (
     VoxError,
@@ -34,6 +36,7 @@ from yomiage.server.voicevox_streaming_routes import add_streaming_routes
 from yomiage.server.voicevox_synthesis import VoxSynthesis
 from yomiage.server.voicevox_work import VoxWork
 from yomiage.text.accent_phrases import PhraseSpec
+from yomiage.voicevox import aivisspeech
 from yomiage.voicevox.cost import spoken_chars
 from yomiage.voicevox.engine_id import ENGINE_UUID, SUPPORTED_FEATURES
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle
@@ -77,7 +80,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("GET", "/engine_manifest")
     async def engine_manifest(request: Request) -> Response:
-        return json_response(_manifest(next(iter(state.voices.values())).sample_rate))
+        rate = next(iter(state.voices.values())).sample_rate
+        return json_response(_manifest(rate, state.config.compat))
 
     @route("GET", "/speakers")
     async def list_speakers(request: Request) -> Response:
@@ -121,7 +125,10 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         rate = state.voices[style.voice].sample_rate
         async with VoxWork(state, request) as work:
             readings = await work.run(lambda: state.service.read(style.voice, text, options))
-        return audio_query(readings, text, rate)
+        query = audio_query(readings, text, rate)
+        # AivisSpeech's queries carry its own field, at its default.
+        aivis = state.config.compat == "aivisspeech"
+        return replace(query, tempoDynamicsScale=1.0) if aivis else query
 
     @route("POST", "/audio_query")
     async def make_audio_query(request: Request) -> Response:
@@ -290,7 +297,14 @@ def _speaker_json(speaker: VoxSpeaker) -> dict[str, Any]:
     }
 
 
-def _manifest(sample_rate: int) -> dict[str, Any]:
+def _manifest(sample_rate: int, compat: Compat) -> dict[str, Any]:
+    """VOICEVOX's engine manifest; as AivisSpeech's (``--compat aivisspeech``), its audio
+    and frame rates, which its clients assume, and no pause lengths (they are ignored)."""
+    features = {key: value for key, (value, _) in SUPPORTED_FEATURES.items()}
+    frame_rate = sample_rate / 512
+    if compat == "aivisspeech":
+        sample_rate, frame_rate = aivisspeech.SAMPLING_RATE, aivisspeech.FRAME_RATE
+        features["adjust_pause_length"] = False
     return {
         "manifest_version": "0.13.1",
         "name": "yomiage",
@@ -299,12 +313,12 @@ def _manifest(sample_rate: int) -> dict[str, Any]:
         "url": "https://github.com/yomiage/yomiage",
         "icon": "",
         "default_sampling_rate": sample_rate,
-        "frame_rate": sample_rate / 512,
+        "frame_rate": frame_rate,
         "terms_of_service": "Each voice has its own licence: GET /speaker_info shows it.",
         "update_infos": [],
         "dependency_licenses": [],
         "supported_vvlib_manifest_version": None,
-        "supported_features": {key: value for key, (value, _) in SUPPORTED_FEATURES.items()},
+        "supported_features": features,
     }
 
 

@@ -13,11 +13,13 @@ from collections.abc import Sequence
 from fastapi import Request
 
 from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
+from yomiage.options import SynthesisOptions
 from yomiage.server.service import EngineRequest
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox_http import VoxError, int_param
 from yomiage.server.voicevox_work import VoxWork
 from yomiage.text.g2p import Phonemes
+from yomiage.voicevox import aivisspeech
 from yomiage.voicevox.cost import estimated_seconds, spoken_chars
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle, vox_speakers
 from yomiage.voicevox.model import AccentPhrase, AudioQuery
@@ -74,7 +76,9 @@ class VoxSynthesis:
             total += max(kana, phrases)
         if len(queries) > 1:
             self.check_chars(total, f"the {len(queries)} queries together")
-        self.check_made(sum(estimated_seconds(q) for q in queries), estimate=True)
+        pause_fields = self.state.config.compat != "aivisspeech"  # AivisSpeech ignores them
+        seconds = sum(estimated_seconds(q, pause_fields=pause_fields) for q in queries)
+        self.check_made(seconds, estimate=True)
 
     def check_made(self, seconds: float, *, estimate: bool = False) -> None:
         """413 once a request's audio (silences included) passes the server's limit: the
@@ -85,12 +89,19 @@ class VoxSynthesis:
                                 f"included); this server makes at most {self.max_seconds:g} s "
                                 "a request")  # fmt: skip
 
+    def options(self, style: VoxStyle, query: AudioQuery) -> SynthesisOptions:
+        """The voice's options for ``query``, its fields read with the meanings of the
+        engine the server stands in for (``--compat``)."""
+        if self.state.config.compat == "aivisspeech":
+            return aivisspeech.synthesis_options(style, query)
+        return synthesis_options(style, query)
+
     async def engine_request(
         self, work: VoxWork, style: VoxStyle, query: AudioQuery, *, early_audio: bool
     ) -> EngineRequest:
         """What the voice reads for ``query``: its ``kana`` exactly as ``/tts`` would when
         its phrases are unchanged, else the phonemes of its (edited) phrases."""
-        options = synthesis_options(style, query)
+        options = self.options(style, query)
         rate = self.state.voices[style.voice].sample_rate
         unchanged: list[Phonemes] | None = None
         if query.kana and query.kana.strip():

@@ -37,10 +37,11 @@ def padding_seconds(query: AudioQuery) -> float:
     return (query.prePhonemeLength + query.postPhonemeLength) / query.speedScale
 
 
-def estimated_seconds(query: AudioQuery) -> float:
+def estimated_seconds(query: AudioQuery, *, pause_fields: bool = True) -> float:
     """Seconds of audio the query will make: its moras, the pauses between its
-    sentences (``pauseLength`` or the query's own, at least the engine's floor,
-    times ``pauseLengthScale``) and the padding, at its speed."""
+    sentences (``pauseLength`` or the engine's floor, times ``pauseLengthScale``;
+    the floor alone where ``pause_fields`` is False, as AivisSpeech ignores them)
+    and the padding, at its speed."""
     speech = pauses = 0.0  # speech is read at the query's speed, the pauses not
     for phrase in query.accent_phrases:
         for mora in phrase.moras:
@@ -50,6 +51,8 @@ def estimated_seconds(query: AudioQuery) -> float:
             continue
         speech += max(0.0, pause.vowel_length)  # the mark itself, read at its length
         if pause.text in SENTENCE_MARKS:  # then the pause the voice puts between sentences
-            gap = query.pauseLength if query.pauseLength is not None else MIN_PAUSE_SECONDS
-            pauses += gap * query.pauseLengthScale
+            if pause_fields and query.pauseLength is not None:
+                pauses += query.pauseLength * query.pauseLengthScale
+            else:
+                pauses += MIN_PAUSE_SECONDS * (query.pauseLengthScale if pause_fields else 1.0)
     return speech / query.speedScale + pauses + padding_seconds(query)

@@ -1,9 +1,9 @@
 """VOICEVOX's AudioQuery, AccentPhrase and Mora: the JSON editors exchange with an engine.
 
 Field names and nullability follow VOICEVOX's API exactly (``null`` is sent,
-never left out; unknown keys such as AivisSpeech's ``tempoDynamicsScale`` are
-accepted and ignored), because clients parse them strictly. Parsing checks
-every field and raises :class:`QueryError` naming the one that is wrong.
+never left out; unknown keys are accepted and sent back as given), because
+clients parse them strictly. Parsing checks every field and raises
+:class:`QueryError` naming the one that is wrong.
 """
 
 from __future__ import annotations
@@ -57,7 +57,9 @@ class AccentPhrase:
 @dataclass(frozen=True)
 class AudioQuery:
     """``kana`` holds the text the query was made from (AivisSpeech's meaning: an SBV2
-    voice needs the text for its BERT); VOICEVOX's own engine ignores it."""
+    voice needs the text for its BERT); VOICEVOX's own engine ignores it.
+    ``tempoDynamicsScale`` is AivisSpeech's field (0-2, read as 1.0 when ``None``);
+    ``None``, VOICEVOX's queries, leaves it out of the JSON, so their shape is unchanged."""
 
     accent_phrases: tuple[AccentPhrase, ...]
     speedScale: float = 1.0  # VOICEVOX's JSON names, as clients send them
@@ -71,6 +73,7 @@ class AudioQuery:
     outputSamplingRate: int = 44100
     outputStereo: bool = False
     kana: str | None = None
+    tempoDynamicsScale: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)  # other keys, sent back as given
 
     def to_json(self) -> dict[str, Any]:
@@ -83,6 +86,8 @@ class AudioQuery:
             "pauseLengthScale": self.pauseLengthScale,
             "outputSamplingRate": self.outputSamplingRate, "outputStereo": self.outputStereo,
             "kana": self.kana, **self.extra,
+            **({} if self.tempoDynamicsScale is None
+               else {"tempoDynamicsScale": self.tempoDynamicsScale}),
         }  # fmt: skip
 
 
@@ -231,8 +236,11 @@ def parse_audio_query(data: Any) -> AudioQuery:
         raise QueryError("kana", "must be a string or null")
     if kana is not None:
         check_string(kana, "kana")
+    tempo = number_field(data, "tempoDynamicsScale", "", optional=True)
+    if tempo is not None and not 0.0 <= tempo <= 2.0:
+        raise QueryError("tempoDynamicsScale", "must be between 0.0 and 2.0")
     known = {"accent_phrases", "pauseLength", "outputSamplingRate", "outputStereo", "kana",
-             *SCALE_RANGES}  # fmt: skip
+             "tempoDynamicsScale", *SCALE_RANGES}  # fmt: skip
     extra = {k: v for k, v in data.items() if k not in known}
     return AudioQuery(phrases, outputSamplingRate=int(rate), outputStereo=stereo, kana=kana,
-                      extra=extra, **values)  # fmt: skip
+                      tempoDynamicsScale=tempo, extra=extra, **values)  # fmt: skip
