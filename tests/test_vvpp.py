@@ -103,7 +103,7 @@ def test_the_same_uuid_as_the_running_server() -> None:
     pytest.importorskip("fastapi")
     from yomiage.server.voicevox_routes import _manifest as server_manifest
 
-    served = server_manifest(44100)
+    served = server_manifest(44100, "voicevox")
     assert served["uuid"] == ENGINE_UUID
     for key, (value, _label) in SUPPORTED_FEATURES.items():
         assert served["supported_features"].get(key, value) == value, key
