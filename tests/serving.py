@@ -98,3 +98,23 @@ def with_voicevox_client(server: RunningServer, work: Any) -> Any:
             return await work(client)
 
     return asyncio.run(main())
+
+
+def hold_until_cancelled(monkeypatch: Any) -> tuple[threading.Event, threading.Event]:
+    """Make every engine source stand for a long synthesis: its first ``next`` sets the
+    first event returned, then waits until the source is cancelled (as a client that
+    leaves makes the server do: the second event) and raises
+    :class:`~yomiage.errors.Cancelled`."""
+    from yomiage.errors import Cancelled
+    from yomiage.server.service import LocalChunkSource
+
+    started, cancelled = threading.Event(), threading.Event()
+
+    def next_until_cancelled(self: LocalChunkSource) -> None:
+        started.set()
+        cancelled.wait(60)
+        raise Cancelled("the synthesis was cancelled")
+
+    monkeypatch.setattr(LocalChunkSource, "next", next_until_cancelled)
+    monkeypatch.setattr(LocalChunkSource, "cancel", lambda self: cancelled.set())
+    return started, cancelled

@@ -17,11 +17,10 @@ import pytest
 pytest.importorskip("fastapi")
 
 from tests.conftest import TEST_VOICES
-from tests.serving import RunningServer, audio_query, first_style, serve
+from tests.serving import RunningServer, audio_query, first_style, hold_until_cancelled, serve
 from yomiage import TTS
 from yomiage.errors import Cancelled
 from yomiage.server import ServerConfig, create_app
-from yomiage.server.service import LocalChunkSource
 from yomiage.voicevox import synthesis as vv_synthesis
 from yomiage.voicevox.cost import estimated_seconds, spoken_chars
 from yomiage.voicevox.model import parse_audio_query
@@ -235,15 +234,7 @@ def test_a_client_that_leaves_stops_its_voicevox_synthesis(
 ) -> None:
     """The synthesis step itself ran to its end after the client left (only the steps
     after it stopped); now it is a stream that the client's leaving cancels."""
-    started, stopped = threading.Event(), threading.Event()
-
-    def next_until_cancelled(self: LocalChunkSource) -> None:
-        started.set()
-        stopped.wait(60)  # stands for a long synthesis
-        raise Cancelled("the synthesis was cancelled")
-
-    monkeypatch.setattr(LocalChunkSource, "next", next_until_cancelled)
-    monkeypatch.setattr(LocalChunkSource, "cancel", lambda self: stopped.set())
+    started, stopped = hold_until_cancelled(monkeypatch)
     before = server.metric("yomiage_client_disconnects_total")
     body = json.dumps(query).encode()
     head = (f"POST /synthesis?speaker={speaker} HTTP/1.1\r\nHost: 127.0.0.1\r\n"

@@ -23,7 +23,7 @@ import pytest
 pytest.importorskip("fastapi")
 
 from tests.conftest import TEST_VOICES
-from tests.serving import RunningServer, audio_query, first_style, serve
+from tests.serving import RunningServer, audio_query, first_style, hold_until_cancelled, serve
 from yomiage import TTS
 from yomiage.errors import Cancelled
 from yomiage.server import ServerConfig
@@ -251,15 +251,7 @@ def test_a_client_that_leaves_stops_the_synthesis(
     server: RunningServer, speaker: int, query: dict[str, Any], path: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
-    started, cancelled = threading.Event(), threading.Event()
-
-    def next_until_cancelled(self: LocalChunkSource) -> None:
-        started.set()
-        cancelled.wait(60)  # stands for a long synthesis
-        raise Cancelled("the synthesis was cancelled")
-
-    monkeypatch.setattr(LocalChunkSource, "next", next_until_cancelled)
-    monkeypatch.setattr(LocalChunkSource, "cancel", lambda self: cancelled.set())
+    started, cancelled = hold_until_cancelled(monkeypatch)
     before = server.metric("yomiage_client_disconnects_total")
     _leave_during(server, path, speaker, query, lambda sock: started.wait(30))
     server.wait_idle(timeout=30)  # the slot is freed once the work has stopped
