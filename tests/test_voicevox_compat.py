@@ -146,6 +146,35 @@ def test_aivisspeech_queries_carry_tempo_dynamics(aivis: RunningServer, vox: Run
 
 
 @pytest.mark.server
+def test_aivisspeech_punctuation_is_pau_moras_and_reads_back_either_way(
+    aivis: RunningServer, vox: RunningServer
+) -> None:
+    text = "こんにちは、元気です。今日は晴れ！"
+    shaped = audio_query(aivis, first_style(aivis), text)
+    plain = audio_query(vox, first_style(vox), text)
+    assert shaped["kana"] == plain["kana"] == text  # the text it reads, in both modes
+    assert all(p["pause_mora"] is None for p in shaped["accent_phrases"])
+    marks = [(m["text"], m["consonant"], m["pitch"]) for p in shaped["accent_phrases"]
+             for m in p["moras"] if m["vowel"] == "pau"]  # fmt: skip
+    assert marks == [("、", None, 0.0), ("。", None, 0.0)]
+    paused = [p["pause_mora"]["text"] for p in plain["accent_phrases"] if p["pause_mora"]]
+    assert paused == ["、", "。"]  # the same pauses, VOICEVOX's shape
+    # Either shape, sent to either mode, reads the same and makes the same audio.
+    spoken = [len([m for m in p["moras"] if m["vowel"] != "pau"])
+              for p in shaped["accent_phrases"]]  # fmt: skip
+    assert spoken == [len(p["moras"]) for p in plain["accent_phrases"]]
+    wavs = []
+    for server, query in ((aivis, shaped), (aivis, plain), (vox, shaped), (vox, plain)):
+        # edited phrases: the phonemes are read, not the kana
+        query = {**query, "kana": "", "tempoDynamicsScale": 1.0, "intonationScale": 1.0}
+        with server.client() as http:
+            made = http.post("/synthesis", params={"speaker": first_style(server)}, json=query)
+        assert made.status_code == 200, made.text
+        wavs.append(made.content)
+    assert wavs[0] == wavs[1] and wavs[2] == wavs[3]
+
+
+@pytest.mark.server
 def test_the_manifest_is_aivisspeechs(aivis: RunningServer, vox: RunningServer) -> None:
     with aivis.client() as http:
         manifest = http.get("/engine_manifest").json()

@@ -64,10 +64,9 @@ UNSUPPORTED = (
 def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     """The VOICEVOX routes, over the server's voices, limits and admission gate."""
     vox = VoxSynthesis(state)
-    speakers, styles, style_of = vox.speakers, vox.styles, vox.style_of
+    style_of = vox.style_of
     check_chars, check_text, check_cost = vox.check_chars, vox.check_text, vox.check_cost
     presets = PresetStore(state.config.presets_path)
-    by_uuid = {speaker.speaker_uuid: speaker for speaker in speakers}
     route = vox_router(app, state)
 
     @route("GET", "/version")
@@ -85,12 +84,12 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("GET", "/speakers")
     async def list_speakers(request: Request) -> Response:
-        return json_response([_speaker_json(s) for s in speakers])
+        return json_response([_speaker_json(s) for s in vox.speakers])
 
     @route("GET", "/speaker_info")
     async def speaker_info(request: Request) -> Response:
         uid = request.query_params.get("speaker_uuid", "")
-        speaker = by_uuid.get(uid)
+        speaker = vox.catalog.by_uuid.get(uid)
         if speaker is None:
             raise VoxError(404, f"no speaker with uuid {uid[:60]!r}; GET /speakers lists them")
         card = state.voices[speaker.voice]
@@ -134,7 +133,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     async def make_audio_query(request: Request) -> Response:
         style = style_of(request)
         query = await read(request, style, request.query_params.get("text", ""))
-        return json_response(query.to_json())
+        return json_response(vox.query_out(query))
 
     @route("POST", "/audio_query_from_preset")
     async def query_from_preset(request: Request) -> Response:
@@ -142,13 +141,13 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         preset = presets.get(preset_id) if preset_id is not None else None
         if preset is None:
             raise VoxError(422, f"no preset with id {preset_id}")
-        style = styles.get(preset.style_id)
+        style = vox.styles.get(preset.style_id)
         if style is None:
             raise VoxError(422, f"preset {preset_id} names style {preset.style_id}, not loaded")
         query = await read(request, style, request.query_params.get("text", ""))
         scales = {k: v for k, v in preset.to_json().items()
                   if k not in ("id", "name", "speaker_uuid", "style_id")}  # fmt: skip
-        return json_response({**query.to_json(), **scales})
+        return json_response({**vox.query_out(query), **scales})
 
     @route("GET", "/presets")
     async def list_presets(request: Request) -> Response:
@@ -177,7 +176,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     ) -> Response:
         """Phrases a client wrote, with the lengths the voice gives them."""
         fresh = (await read(request, style, kana_text(specs), field)).accent_phrases
-        return json_response([p.to_json() for p in retime(specs, fresh)])
+        return json_response(vox.phrases_out(retime(specs, fresh)))
 
     @route("POST", "/accent_phrases")
     async def make_accent_phrases(request: Request) -> Response:
@@ -187,7 +186,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             check_text(text, "text")
             return await retimed(request, style, _kana(text), "text")
         query = await read(request, style, text)
-        return json_response([p.to_json() for p in query.accent_phrases])
+        return json_response(vox.phrases_out(query.accent_phrases))
 
     @route("POST", "/validate_kana")
     async def validate_kana(request: Request) -> Response:
@@ -197,7 +196,9 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     async def requery(request: Request) -> Response:
         """Lengths and pitches for phrases a client sent: the voice reads their kana."""
         style = style_of(request)
-        phrases = parse_accent_phrases(await json_body(request))
+        phrases = vox.query_in(
+            AudioQuery(parse_accent_phrases(await json_body(request)))
+        ).accent_phrases
         check_chars(spoken_chars(phrases), "accent_phrases")
         return await retimed(request, style, [spec_of(p) for p in phrases], "accent_phrases")
 
@@ -234,7 +235,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         style = style_of(request)
         # Questions are read as questions whatever this says; the flag is checked only.
         flag_param(request, "enable_interrogative_upspeak", True)
-        query = parse_audio_query(await json_body(request))
+        query = vox.query_in(parse_audio_query(await json_body(request)))
         check_cost([query])
         async with VoxWork(state, request) as work:
             data, _ = await synthesize(work, style, query, 0.0)
@@ -246,7 +247,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         body = await json_body(request)
         if not isinstance(body, list) or not 0 < len(body) <= MAX_QUERIES:
             raise VoxError(422, f"the body must be a list of 1-{MAX_QUERIES} AudioQueries")
-        queries = [parse_audio_query(q) for q in body]
+        queries = [vox.query_in(parse_audio_query(q)) for q in body]
         if len({q.outputSamplingRate for q in queries}) > 1:
             raise VoxError(422, "the queries ask for different sampling rates")
         check_cost(queries)

@@ -52,7 +52,7 @@ def add_streaming_routes(
         flag_param(request, "enable_interrogative_upspeak", True)
         start_offset = _seconds(request, "start_offset", 0.0, zero_ok=True)
         segment_length = _seconds(request, "segment_length", DEFAULT_SEGMENT_SECONDS)
-        query = parse_audio_query(await json_body(request))
+        query = vox.query_in(parse_audio_query(await json_body(request)))
         vox.check_cost([query])
         work = VoxWork(state, request)
         await work.__aenter__()

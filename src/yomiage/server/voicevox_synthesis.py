@@ -8,13 +8,15 @@ a query the same way, so the same query gives the same audio on each.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
 
 from fastapi import Request
 
 from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
 from yomiage.options import SynthesisOptions
-from yomiage.server.service import EngineRequest
+from yomiage.server.service import EngineRequest, VoiceCard
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox_http import VoxError, int_param
 from yomiage.server.voicevox_work import VoxWork
@@ -27,23 +29,71 @@ from yomiage.voicevox.query import audio_query, lengths_of, reading_of, sentence
 from yomiage.voicevox.synthesis import synthesis_options
 
 
+@dataclass(frozen=True)
+class VoxCatalog:
+    """One set of loaded voices as VOICEVOX speakers, styles by id, and speakers by uuid."""
+
+    speakers: tuple[VoxSpeaker, ...]
+    styles: Mapping[int, VoxStyle]
+    by_uuid: Mapping[str, VoxSpeaker]
+
+    @classmethod
+    def of(cls, cards: Iterable[VoiceCard]) -> VoxCatalog:
+        speakers = vox_speakers(
+            (card.name, card.speaker_ids,
+             card.style_ids or {s: i for i, s in enumerate(card.styles)},
+             card.credits.speaker_uuids if card.credits else None)
+            for card in cards
+        )  # fmt: skip
+        styles = {style.id: style for speaker in speakers for style in speaker.styles}
+        return cls(speakers, styles, {speaker.speaker_uuid: speaker for speaker in speakers})
+
+
 class VoxSynthesis:
     """The server's voices as VOICEVOX styles and the rules every VOICEVOX request meets.
 
-    One per app, built at start; it holds no state that requests change, so
-    any number of requests use it at once.
+    One per app; the styles follow the voices loaded (a request uses the set of
+    its start), and nothing else in it changes, so any number of requests use it
+    at once.
     """
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
-        self.speakers: tuple[VoxSpeaker, ...] = vox_speakers(
-            (card.name, card.speaker_ids,
-             card.style_ids or {s: i for i, s in enumerate(card.styles)},
-             card.credits.speaker_uuids if card.credits else None)
-            for card in state.voices.values()
-        )  # fmt: skip
-        self.styles = {style.id: style for speaker in self.speakers for style in speaker.styles}
+        self._catalog: tuple[object, VoxCatalog] | None = None
         self.max_seconds = audio_limit(state)
+
+    @property
+    def catalog(self) -> VoxCatalog:
+        """The styles of the voices loaded now, rebuilt when the set changes (voices are
+        loaded and unloaded while serving: ``/aivm_models``)."""
+        voices = self.state.voices
+        cached = self._catalog
+        if cached is None or cached[0] is not voices:
+            cached = (voices, VoxCatalog.of(voices.values()))
+            self._catalog = cached
+        return cached[1]
+
+    @property
+    def speakers(self) -> tuple[VoxSpeaker, ...]:
+        return self.catalog.speakers
+
+    @property
+    def styles(self) -> Mapping[int, VoxStyle]:
+        return self.catalog.styles
+
+    def query_in(self, query: AudioQuery) -> AudioQuery:
+        """A query as the routes read it: punctuation moras, as AivisSpeech writes them
+        (and its clients send in either mode), folded back into pauses."""
+        return replace(query, accent_phrases=aivisspeech.without_pau_moras(query.accent_phrases))
+
+    def phrases_out(self, phrases: Sequence[AccentPhrase]) -> list[dict[str, Any]]:
+        """Phrases as JSON in the shape of the engine the server stands in for."""
+        if self.state.config.compat == "aivisspeech":
+            phrases = aivisspeech.with_pau_moras(phrases)
+        return [p.to_json() for p in phrases]
+
+    def query_out(self, query: AudioQuery) -> dict[str, Any]:
+        return {**query.to_json(), "accent_phrases": self.phrases_out(query.accent_phrases)}
 
     def style_of(self, request: Request) -> VoxStyle:
         """The style the ``speaker`` parameter names (404 if none has that id)."""

@@ -11,6 +11,10 @@ its fields SBV2 meanings; its clients set them with those meanings in mind:
 - ``pitchScale`` multiplies F0 by 1 + pitchScale, as yomiage does anyway.
 - ``pauseLength`` and ``pauseLengthScale`` are accepted and ignored: the pauses
   are the voice's own.
+- Punctuation is a mora of its phrase (``vowel: "pau"``, its ``text`` the mark),
+  never a ``pause_mora``: SBV2 reads the marks themselves, so AivisSpeech keeps
+  them where they were (:func:`with_pau_moras`); a query sent back in either
+  shape is read (:func:`without_pau_moras`).
 
 Both scales are piecewise linear with their knee at 1.0, so the slider's middle
 is SBV2's default. docs/voicevox.md has the table of both modes.
@@ -18,11 +22,12 @@ is SBV2's default. docs/voicevox.md has the table of both modes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from yomiage.options import SynthesisOptions
 from yomiage.voicevox.ids import VoxStyle
-from yomiage.voicevox.model import AudioQuery
+from yomiage.voicevox.model import AccentPhrase, AudioQuery, Mora
 from yomiage.voicevox.synthesis import synthesis_options as voicevox_options
 
 DEFAULT_STYLE_WEIGHT = 1.0  # SBV2's, at intonationScale 1
@@ -66,3 +71,45 @@ def synthesis_options(style: VoxStyle, query: AudioQuery) -> SynthesisOptions:
         pause_seconds=None,
         pause_scale=1.0,
     )
+
+
+def with_pau_moras(phrases: Sequence[AccentPhrase]) -> tuple[AccentPhrase, ...]:
+    """AivisSpeech's shape of our phrases: each pause mora becomes the last mora of its
+    phrase (its mark as ``text``, ``vowel`` "pau", pitch 0), ``pause_mora`` null."""
+    return tuple(
+        replace(p, moras=(*p.moras, replace(p.pause_mora, consonant=None, pitch=0.0)),
+                pause_mora=None) if p.pause_mora is not None else p
+        for p in phrases
+    )  # fmt: skip
+
+
+def without_pau_moras(phrases: Sequence[AccentPhrase]) -> tuple[AccentPhrase, ...]:
+    """Phrases with AivisSpeech's punctuation moras read back into VOICEVOX's shape: the
+    ``pau`` moras that end a phrase become its pause (their lengths added up), others are
+    dropped (SBV2 reads the marks from the kana, not from the moras), and a phrase of
+    marks alone becomes a pause of the phrase before it."""
+    out: list[AccentPhrase] = []
+    for phrase in phrases:
+        spoken = [m for m in phrase.moras if m.vowel != "pau"]
+        trailing: list[Mora] = []
+        for mora in reversed(phrase.moras):
+            if mora.vowel != "pau":
+                break
+            trailing.insert(0, mora)
+        pause = phrase.pause_mora or _joined(trailing)
+        if not spoken:
+            if out and pause is not None:
+                out[-1] = replace(out[-1], pause_mora=_joined([out[-1].pause_mora, pause]))
+            continue
+        out.append(replace(phrase, moras=tuple(spoken), pause_mora=pause,
+                           accent=min(max(phrase.accent, 1), len(spoken))))  # fmt: skip
+    return tuple(out)
+
+
+def _joined(moras: Sequence[Mora | None]) -> Mora | None:
+    """One pause mora for several: the first one's mark, their lengths added up."""
+    present = [m for m in moras if m is not None]
+    if not present:
+        return None
+    length = sum(m.vowel_length for m in present)
+    return Mora(present[0].text, None, None, "pau", length, 0.0)

@@ -165,6 +165,11 @@ def parse_mora(data: Any, where: str, *, pause: bool = False) -> Mora:
     )
 
 
+def _is_pau(mora: Any) -> bool:
+    """A mora of punctuation, as AivisSpeech writes marks inside phrases (its text a mark)."""
+    return isinstance(mora, Mapping) and mora.get("vowel") == "pau"
+
+
 def parse_accent_phrase(data: Any, where: str) -> AccentPhrase:
     if not isinstance(data, Mapping):
         raise QueryError(where.rstrip("."), "must be an object")
@@ -179,7 +184,7 @@ def parse_accent_phrase(data: Any, where: str) -> AccentPhrase:
     if not isinstance(interrogative, bool):
         raise QueryError(f"{where}is_interrogative", "must be true or false")
     return AccentPhrase(
-        tuple(parse_mora(m, f"{where}moras[{i}].") for i, m in enumerate(moras)),
+        tuple(parse_mora(m, f"{where}moras[{i}].", pause=_is_pau(m)) for i, m in enumerate(moras)),
         accent,
         parse_mora(pause, f"{where}pause_mora.", pause=True) if pause is not None else None,
         interrogative,
