@@ -124,6 +124,15 @@ def test_command_runs_serve_with_the_voice_flags(tmp_path: Path, test_voice: Pat
 
 
 @posix_only
+def test_compat_reaches_the_engine_command(tmp_path: Path, test_voice: Path) -> None:
+    flags = _serve_flags(_build(tmp_path, "--model", str(test_voice), "--compat", "aivisspeech"))
+    assert build_parser().parse_args(["serve", *flags]).compat == "aivisspeech"
+    (tmp_path / "plain").mkdir()
+    plain = _serve_flags(_build(tmp_path / "plain", "--model", str(test_voice)))
+    assert "--compat" not in plain  # serve's default, not copied
+
+
+@posix_only
 def test_relative_paths_become_absolute(
     tmp_path: Path, test_voice: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -57,6 +57,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"the port the editor tries first (default {ENGINE_PORT}; it takes another "
         "free one when that is in use)",
     )
+    p.add_argument(
+        "--compat",
+        choices=["voicevox", "aivisspeech"],
+        default="voicevox",
+        help="whose meanings the engine gives a query's fields (yomiage serve --compat; "
+        "default voicevox, what the VOICEVOX editor's sliders mean)",
+    )
     add_engine_arguments(p, many=True)
     p.set_defaults(func=run)
 
@@ -166,8 +173,11 @@ def run(args: argparse.Namespace) -> int:
 
     out = output_path(args.output)
     check_voices(args)
+    serve_args = serve_arguments(args)
+    if args.compat != "voicevox":
+        serve_args += ["--compat", args.compat]
     files = package_files(
-        launcher(serve_arguments(args)), version=__version__, port=args.port, licenses=licenses()
+        launcher(serve_args), version=__version__, port=args.port, licenses=licenses()
     )
     write_atomic(out, vvpp_bytes(files))
     print(
