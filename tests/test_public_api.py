@@ -17,7 +17,7 @@ def test_package_exports() -> None:
         "Audio", "AudioChunk", "AudioFormatError", "Cancelled", "DictionaryNotFoundError",
         "LimitError", "Limits", "MissingExtraError", "ModelLoadError", "NotPreparedError",
         "OptionError", "Span", "Speaker", "SynthesisOptions", "TTS", "TextError", "Timings",
-        "UserDictionaryError", "YomiageError", "__version__",
+        "UserDictionaryError", "VoiceNotLoadedError", "YomiageError", "__version__",
     ]  # fmt: skip
     for name in yomiage.__all__:
         assert getattr(yomiage, name) is not None
@@ -26,7 +26,7 @@ def test_package_exports() -> None:
 def test_tts_surface(engine: TTS) -> None:
     assert _public(TTS) == {
         "add_word", "close", "closed", "frontend", "load", "pre_download", "prepare", "remove_word",
-        "speakers", "update_words", "words",
+        "speakers", "unload", "update_words", "words",
     }  # fmt: skip
     assert {k for k in vars(engine) if not k.startswith("_")} == {
         "backend_name", "bert_precision", "cache_dir", "decoder_precision", "device", "limits",

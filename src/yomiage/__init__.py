@@ -18,6 +18,7 @@ from yomiage.errors import (
     OptionError,
     TextError,
     UserDictionaryError,
+    VoiceNotLoadedError,
     YomiageError,
 )
 
@@ -70,6 +71,7 @@ __all__ = [
     "TextError",
     "Timings",
     "UserDictionaryError",
+    "VoiceNotLoadedError",
     "YomiageError",
     "__version__",
 ]

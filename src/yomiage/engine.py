@@ -4,6 +4,13 @@ Nothing here is global: two ``TTS`` objects share nothing, and the voices of
 one share its BERT, its frontend (with its user dictionary) and its compute
 gate. ``load`` only declares a voice; ``prepare`` loads everything and is
 where missing files or a wrong device show up.
+
+Voices may come and go while the engine serves: ``load(...).prepare()`` loads
+outside the lock that :attr:`TTS.speakers` takes (prepares run one at a time
+under a lock of their own), so requests on the loaded voices go on meanwhile,
+and a voice appears in ``speakers`` only once it is loaded. ``unload`` drops a
+voice at once; a request already running on it holds its :class:`Speaker` and
+finishes, and the voice's memory goes with the last such request.
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 
 from yomiage.artifacts import Artifacts
-from yomiage.errors import ModelLoadError, NotPreparedError, install_hint
+from yomiage.errors import ModelLoadError, NotPreparedError, VoiceNotLoadedError, install_hint
 from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import check_decoder_precision
 from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import lookup
@@ -126,7 +134,9 @@ class TTS:
         self._speakers: dict[str, Speaker] = {}
         self._frontend: Frontend | None = None
         self._pipeline: Pipeline | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the state above; never held while loading
+        self._loading = threading.Lock()  # one prepare at a time
+        self._prepared = False  # a prepare() finished: speakers lists what is loaded
         self._closed = False
 
     # -- voices ----------------------------------------------------------
@@ -139,10 +149,27 @@ class TTS:
             source = name
         with self._lock:
             self._check_open()
-            if name in self._speakers and self._declared.get(name) != source:
+            if name in self._speakers and str(self._declared.get(name)) != str(source):
                 raise ValueError(f"voice {name!r} is already loaded from {self._declared[name]}")
             self._declared[name] = source
         return self
+
+    def unload(self, name: str) -> None:
+        """Drop the voice ``name`` (loaded or only declared); VoiceNotLoadedError if none.
+
+        Requests already running on it finish (they hold its :class:`Speaker`);
+        its memory is released once the last of them is done. A prepare loading
+        it at this moment discards it when done.
+        """
+        with self._lock:
+            self._check_open()
+            if name not in self._declared and name not in self._speakers:
+                known = ", ".join(self._declared) or "none"
+                raise VoiceNotLoadedError(f"no voice {name!r} is loaded (voices: {known})")
+            self._declared.pop(name, None)
+            speaker = self._speakers.pop(name, None)
+        if speaker is not None:  # glibc keeps freed heap pages unless asked to give them back
+            speaker._when_released(release_free_memory)
 
     def prepare(self, *, warmup: bool = False, compile: bool = False) -> TTS:
         """Load the BERT and every declared voice; raises at once if anything is missing.
@@ -153,21 +180,25 @@ class TTS:
         first call: on an H100 that took 40-80 s (benchmarks/RESULTS.md, "CUDA"),
         which belongs here rather than in a listener's first request.
         """
-        with self._lock:
-            self._check_open()
+        with self._loading:  # not self._lock: requests on the loaded voices go on
+            with self._lock:
+                self._check_open()
+                pending = {n: s for n, s in self._declared.items() if n not in self._speakers}
+                sources = list(self._declared.values())
             # Check every folder before loading anything (BERT loading takes seconds).
             folders = {
-                name: self._artifacts.voice_folder(name, source)
-                for name, source in self._declared.items()
-                if name not in self._speakers
+                name: self._artifacts.voice_folder(name, source) for name, source in pending.items()
             }
-            pipeline = self._ensure_pipeline(list(folders.values()))
+            pipeline = self._ensure_pipeline(list(folders.values()), sources)
             for name, folder in folders.items():
-                self._speakers[name] = self._add_voice(pipeline, name, folder)
+                self._publish(name, pending[name], self._add_voice(pipeline, name, folder))
             if compile:
                 pipeline.backend.compile()
+            with self._lock:
+                self._prepared = True
+                speakers = list(self._speakers.values())
         if warmup or compile:
-            for speaker in list(self._speakers.values()):
+            for speaker in speakers:
                 speaker.generate(WARMUP_TEXT, seed=0)
         return self
 
@@ -186,10 +217,12 @@ class TTS:
 
     @property
     def speakers(self) -> Mapping[str, Speaker]:
-        """The prepared voices by name."""
+        """The loaded voices by name (a snapshot): a voice declared after the first
+        :meth:`prepare` appears once a later one has loaded it."""
         with self._lock:
+            self._check_open()
             missing = [n for n in self._declared if n not in self._speakers]
-            if missing:
+            if missing and not self._prepared:
                 raise NotPreparedError(
                     f"voice(s) {', '.join(missing)} declared but not loaded: call prepare() first"
                 )
@@ -270,16 +303,31 @@ class TTS:
         if self._closed:
             raise NotPreparedError("this TTS was closed")
 
-    def _ensure_pipeline(self, voices: list[Path]) -> Pipeline:
-        if self._pipeline is None:
-            backend = self._make_backend(voices)
-            slots = max(1, physical_cores() // self.threads) if self.threads else 1
-            self._pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits,
-                                      exact_pauses=self.reading == "sbv2")  # fmt: skip
-        return self._pipeline
+    def _ensure_pipeline(self, voices: list[Path], sources: list[str | Path]) -> Pipeline:
+        """The pipeline, made on the first prepare (under ``_loading``, not ``_lock``)."""
+        if self._pipeline is not None:
+            return self._pipeline
+        backend = self._make_backend(voices, sources)
+        slots = max(1, physical_cores() // self.threads) if self.threads else 1
+        pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits,
+                            exact_pauses=self.reading == "sbv2")  # fmt: skip
+        with self._lock:
+            self._check_open()
+            self._pipeline = pipeline
+        return pipeline
 
-    def _make_backend(self, voices: list[Path]) -> SynthesisBackend:
-        bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, self._declared.values())
+    def _publish(self, name: str, source: str | Path, speaker: Speaker) -> None:
+        """Make a freshly loaded voice visible, unless it was unloaded (or redeclared from
+        another source) while it loaded, or the engine was closed meanwhile."""
+        with self._lock:
+            self._check_open()
+            if name in self._declared and str(self._declared[name]) == str(source):
+                self._speakers[name] = speaker
+            else:
+                log.info("voice %r was unloaded while it loaded; dropped", name)
+
+    def _make_backend(self, voices: list[Path], sources: list[str | Path]) -> SynthesisBackend:
+        bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, sources)
         if self.backend_name == "onnx":
             from yomiage.runtime.onnx_backend import OnnxBackend
 

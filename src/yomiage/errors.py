@@ -91,6 +91,10 @@ class NotPreparedError(YomiageError, RuntimeError):
     """A voice was used before ``TTS.prepare()`` loaded it."""
 
 
+class VoiceNotLoadedError(YomiageError, LookupError):
+    """No voice of that name is loaded (or declared) in the engine: nothing to unload or use."""
+
+
 class SourceError(ModelLoadError):
     """A voice or BERT source (``hf://``, ``s3://``, ``file://``, a path) cannot be used.
 

@@ -11,7 +11,15 @@ import asyncio
 import contextlib
 import functools
 import threading
-from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping, Sequence
+import weakref
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Callable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -60,6 +68,11 @@ class Speaker:
 
     def __repr__(self) -> str:
         return f"Speaker({self.name!r}, styles={list(self.styles)})"
+
+    def _when_released(self, callback: Callable[[], object]) -> None:
+        """Call ``callback`` once the voice's weights are freed: after it is unloaded and
+        the last stream still reading it is done (streams hold the weights, not this)."""
+        weakref.finalize(self._voice, callback)
 
     def options(
         self, options: SynthesisOptions | None = None, **overrides: Unpack[OptionFields]

@@ -13,6 +13,7 @@ from yomiage.errors import (
     MissingExtraError,
     OptionError,
     TextError,
+    VoiceNotLoadedError,
     YomiageError,
 )
 from yomiage.server.errors import APIError
@@ -33,6 +34,8 @@ def failure_response(exc: BaseException, metrics: ServerMetrics, text_param: str
         return APIError(400, str(exc), code="invalid_value", param=exc.field)
     if isinstance(exc, LimitError):
         return APIError(413, str(exc), code="audio_too_long", param=text_param)
+    if isinstance(exc, VoiceNotLoadedError):  # unloaded between the lookup and the work
+        return APIError(404, str(exc), code="voice_not_found")
     if isinstance(exc, MissingExtraError):
         return APIError(501, str(exc), code="not_available")
     if isinstance(exc, WorkerCrashed):

@@ -11,6 +11,7 @@ worker threads, never on the event loop.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from typing import Protocol
 from yomiage.audio import Audio, AudioChunk
 from yomiage.engine import TTS, WARMUP_TEXT
 from yomiage.engine_spec import EngineSpec
+from yomiage.errors import NotPreparedError, VoiceNotLoadedError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import VoiceCredits
 from yomiage.server.encoding import OutputFormat, encode_whole
+from yomiage.speaker import Speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry, UserWord
 from yomiage.voicevox.query import SentenceReading
@@ -107,6 +110,17 @@ class SpeechService(Protocol):
 
     def warm(self, voice: str) -> None: ...
 
+    def load_voice(self, name: str, source: str, *, warm: bool = True) -> Mapping[str, VoiceCard]:
+        """Load (and, with ``warm``, warm with one sentence) a voice while serving; the
+        voices now loaded. The same name from the same source already loaded is a no-op;
+        errors are what loading raises (ModelLoadError, SourceError, ...)."""
+        ...
+
+    def unload_voice(self, name: str) -> Mapping[str, VoiceCard]:
+        """Drop a voice (requests running on it finish first); the voices now loaded.
+        VoiceNotLoadedError if none is called ``name``."""
+        ...
+
     def words(self) -> tuple[UserWord, ...]: ...
 
     def add_word(
@@ -126,7 +140,7 @@ class LocalChunkSource:
     """A speaker's stream stepped from worker threads, one step at a time."""
 
     def __init__(self, tts: TTS, request: EngineRequest) -> None:
-        self._speaker = tts.speakers[request.voice]
+        self._speaker = _speaker(tts, request.voice)
         self.request = request
         self._cancel = threading.Event()
         self._lock = threading.Lock()
@@ -162,29 +176,73 @@ class LocalChunkSource:
                 close()
 
 
+def _speaker(tts: TTS, voice: str) -> Speaker:
+    """The loaded voice ``voice``; VoiceNotLoadedError once it was unloaded."""
+    try:
+        return tts.speakers[voice]
+    except KeyError:
+        raise VoiceNotLoadedError(f"no voice {voice!r} is loaded") from None
+
+
+def _card(name: str, s: Speaker) -> VoiceCard:
+    return VoiceCard(
+        name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime, s.credits, dict(s.style_ids)
+    )
+
+
 class LocalService:
-    """A prepared :class:`TTS` in this process (the caller keeps ownership of it)."""
+    """A prepared :class:`TTS` in this process (the caller keeps ownership of it).
+
+    ``voices`` is a new mapping each time the set of voices changes (the routes
+    cache what they derive from it per identity), the same one otherwise.
+    """
 
     def __init__(self, tts: TTS) -> None:
         self.tts = tts
-        self._voices = MappingProxyType(
-            {
-                name: VoiceCard(
-                    name,
-                    s.sample_rate,
-                    s.styles,
-                    dict(s.speaker_ids),
-                    s.runtime,
-                    s.credits,
-                    dict(s.style_ids),
-                )
-                for name, s in tts.speakers.items()  # NotPreparedError before prepare()
-            }
-        )
+        self._loading = threading.Lock()  # one load at a time: its prepare loads only its voice
+        self._cards_lock = threading.Lock()
+        self._speakers: dict[str, Speaker] = {}
+        self._voices: Mapping[str, VoiceCard] = MappingProxyType({})
+        self._refresh()  # NotPreparedError before prepare()
 
     @property
     def voices(self) -> Mapping[str, VoiceCard]:
         return self._voices
+
+    def load_voice(self, name: str, source: str, *, warm: bool = True) -> Mapping[str, VoiceCard]:
+        with self._loading:
+            self.tts.load(name, source=source)  # ValueError: loaded from another source
+            if name in self.tts.speakers:
+                return self._refresh()  # already loaded from this source
+            try:
+                self.tts.prepare()
+                speaker = _speaker(self.tts, name)  # gone if unloaded while it loaded
+                if warm:
+                    speaker.generate(WARMUP_TEXT, seed=0)
+            except BaseException:
+                # Never leave it declared: the next load would try (and fail on) it again.
+                with contextlib.suppress(VoiceNotLoadedError, NotPreparedError):
+                    self.tts.unload(name)
+                    self._refresh()
+                raise
+        return self._refresh()
+
+    def unload_voice(self, name: str) -> Mapping[str, VoiceCard]:
+        if name not in self.tts.speakers:  # declared and still loading counts as not loaded
+            raise VoiceNotLoadedError(f"no voice {name!r} is loaded")
+        self.tts.unload(name)
+        return self._refresh()
+
+    def _refresh(self) -> Mapping[str, VoiceCard]:
+        """Rebuild ``voices`` from the engine's loaded voices, if they changed."""
+        with self._cards_lock:
+            speakers = dict(self.tts.speakers)
+            if speakers.keys() != self._speakers.keys() or any(
+                s is not self._speakers[n] for n, s in speakers.items()
+            ):
+                self._speakers = speakers
+                self._voices = MappingProxyType({n: _card(n, s) for n, s in speakers.items()})
+            return self._voices
 
     @property
     def available(self) -> bool:
@@ -200,14 +258,14 @@ class LocalService:
         frontend = self.tts.frontend
         return [
             SentenceReading(phonemes, timings, tuple(frontend.accent_phrases(phonemes)))
-            for phonemes, timings in self.tts.speakers[voice].predict(text, options)
+            for phonemes, timings in _speaker(self.tts, voice).predict(text, options)
         ]
 
     def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
-        return self.tts.speakers[voice].generate_reading(reading, options)
+        return _speaker(self.tts, voice).generate_reading(reading, options)
 
     def warm(self, voice: str) -> None:
-        self.tts.speakers[voice].generate(WARMUP_TEXT, seed=0)
+        _speaker(self.tts, voice).generate(WARMUP_TEXT, seed=0)
 
     def words(self) -> tuple[UserWord, ...]:
         return self.tts.words()

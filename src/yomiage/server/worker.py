@@ -18,21 +18,24 @@ call or ping is overdue; the requests on it fail with :class:`WorkerHung`.
 The protocol is pull-based, like the in-process stream: the parent asks for
 each chunk, so a slow client never makes the child run ahead, and a cancel
 reaches the child at once (it does not queue behind the step in progress).
+Voices loaded and unloaded while serving are replayed on a restarted child
+(:mod:`yomiage.server.worker_voices`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import multiprocessing
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 from yomiage.audio import Audio
-from yomiage.errors import YomiageError
 from yomiage.options import SynthesisOptions
 from yomiage.server.encoding import OutputFormat
 from yomiage.server.liveness import Liveness, work_size
@@ -46,24 +49,17 @@ from yomiage.server.worker_calls import (
     WorkerUnavailable,
     describe_exit,
 )
-from yomiage.server.worker_child import ServiceFactory, worker_main
+from yomiage.server.worker_child import ServiceFactory
+from yomiage.server.worker_spawn import spawn_worker
 from yomiage.server.worker_stream import WorkerChunkSource
+from yomiage.server.worker_voices import VoiceChanges
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry, UserWord
 from yomiage.voicevox.query import SentenceReading
 
 log = logging.getLogger(__name__)
-
-
-__all__ = [
-    "WorkerChunkSource",
-    "WorkerCrashed",
-    "WorkerHung",
-    "WorkerService",
-    "WorkerStartError",
-    "WorkerUnavailable",
-    "describe_exit",
-]
+__all__ = ["WorkerChunkSource", "WorkerCrashed", "WorkerHung", "WorkerService",
+           "WorkerStartError", "WorkerUnavailable", "describe_exit"]  # fmt: skip
 
 
 class WorkerService:
@@ -72,6 +68,7 @@ class WorkerService:
     ``factory`` builds the service in the child; it must be picklable (a
     module-level function or a ``functools.partial`` of one). The constructor
     returns once the first child is ready, or raises :class:`WorkerStartError`.
+    ``start_timeout`` also bounds one :meth:`load_voice`.
     """
 
     def __init__(
@@ -105,7 +102,10 @@ class WorkerService:
         self.restarts = 0
         self.last_restart_seconds: float | None = None
         self.failure: str | None = None  # why the last start failed, while none runs
-        self._voices = self._start(0)
+        self._voices: Mapping[str, VoiceCard] = MappingProxyType({})
+        self._changes = VoiceChanges()
+        self._changing = threading.Lock()  # one voice change (or its replay) at a time
+        self._start(0)
         threading.Thread(target=self._watch, name="yomiage-worker-watchdog", daemon=True).start()
 
     # -- the SpeechService face ---------------------------------------------
@@ -147,6 +147,21 @@ class WorkerService:
     def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
         audio: Audio = self._call(self._current(), "generate", voice, list(reading), options)
         return audio
+
+    def load_voice(self, name: str, source: str, *, warm: bool = True) -> Mapping[str, VoiceCard]:
+        """Load a voice in the child (see SpeechService); waits for a change in progress."""
+        generation = self._current()  # before the lock: a restart's replay takes it
+        with self._changing:
+            self._voices = self._change(generation, "load_voice", name, source, warm)
+            self._changes.loaded(name, source, warm)
+            return self._voices
+
+    def unload_voice(self, name: str) -> Mapping[str, VoiceCard]:
+        generation = self._current()
+        with self._changing:
+            self._voices = self._change(generation, "unload_voice", name)
+            self._changes.unloaded(name)
+            return self._voices
 
     def words(self) -> tuple[UserWord, ...]:
         words: tuple[UserWord, ...] = self._call(self._current(), "words")
@@ -206,11 +221,20 @@ class WorkerService:
             raise WorkerUnavailable("the server is shutting down")
         return generation
 
-    def _call(self, generation: Generation, op: str, *args: Any, size: float | None = None) -> Any:
+    def _call(
+        self,
+        generation: Generation,
+        op: str,
+        *args: Any,
+        size: float | None = None,
+        timeout: float | None = None,
+    ) -> Any:
         """Send one call and wait for its answer; the watchdog fails it once it is overdue
-        (``size``: its units of work, by default :func:`work_size`)."""
+        (``size``: its units of work, by default :func:`work_size`; ``timeout``: seconds
+        instead of the deadline of its size)."""
         units = work_size(op, args) if size is None else size
-        call = Call(deadline=time.monotonic() + self._liveness.deadline(units))
+        seconds = self._liveness.deadline(units) if timeout is None else timeout
+        call = Call(deadline=time.monotonic() + seconds)
         with self._lock:
             if not generation.alive:
                 raise WorkerCrashed("the synthesis worker died; it is being restarted")
@@ -236,57 +260,37 @@ class WorkerService:
             generation.conn.send((0, op, args))
 
     # -- the child's life -------------------------------------------------------
-    def _start(self, number: int) -> Mapping[str, VoiceCard]:
-        parent, child = self._context.Pipe(duplex=True)
-        process = self._context.Process(
-            target=worker_main,
-            args=(child, self._factory, self._log_level),
-            name=f"yomiage-worker-{number}",
-            daemon=True,
+    def _start(self, number: int) -> bool:
+        """Start a child and replay the voice changes on it; whether it is ready (False:
+        it died during the replay, and its reader is starting the next one)."""
+        conn, process, voices = spawn_worker(
+            self._context, self._factory, self._log_level, number, self._start_timeout
         )
-        process.start()
-        child.close()
-        deadline = time.monotonic() + self._start_timeout
-        try:
-            while not parent.poll(0.2):
-                if not process.is_alive():
-                    raise WorkerStartError(
-                        "the synthesis worker died while loading the voices "
-                        f"({describe_exit(process.exitcode)})"
-                    )
-                if time.monotonic() > deadline:
-                    process.kill()
-                    raise WorkerStartError(
-                        f"the synthesis worker did not load within {self._start_timeout:g} s"
-                    )
-            kind, payload = parent.recv()
-        except (EOFError, OSError):
-            process.join(timeout=5)
-            raise WorkerStartError(
-                f"the synthesis worker died while loading ({describe_exit(process.exitcode)})"
-            ) from None
-        except BaseException:
-            parent.close()
-            raise
-        if kind != "ready":
-            parent.close()
-            process.join(timeout=10)
-            if isinstance(payload, YomiageError):
-                raise payload
-            raise WorkerStartError(f"the synthesis worker could not start: {payload}")
-        generation = Generation(number, parent, process)
+        generation = Generation(number, conn, process)
         generation.reader = threading.Thread(
             target=self._read, args=(generation,), name="yomiage-worker-reader", daemon=True
         )
         with self._lock:
             self._generation = generation
         generation.reader.start()
+        with self._changing:
+            try:
+                voices = self._changes.replay(functools.partial(self._change, generation)) or voices
+            except (WorkerCrashed, WorkerUnavailable):
+                return False
+            self._voices = MappingProxyType(dict(voices))
         self.failure = None
         self._last_pong = time.monotonic()
         self._ping_pending = False
         self._ready.set()
-        voices: Mapping[str, VoiceCard] = payload
-        return voices
+        return True
+
+    def _change(self, generation: Generation, op: str, *args: Any) -> Mapping[str, VoiceCard]:
+        """A voice loaded or unloaded in the child: the voices it has now. A load may take
+        as long as a start (a big voice takes a minute)."""
+        timeout = max(self._start_timeout, self._liveness.call_timeout)
+        voices = self._call(generation, op, *args, timeout=timeout if op == "load_voice" else None)
+        return MappingProxyType(dict(voices))
 
     def _read(self, generation: Generation) -> None:
         """Route the child's answers to their callers until it dies, then restart it."""
@@ -338,7 +342,8 @@ class WorkerService:
         while not self._closing:
             started = time.perf_counter()
             try:
-                self._start(number)
+                if not self._start(number):
+                    return  # it died replaying the voice changes: its reader restarts it
             except Exception as exc:  # keep trying: the cause may pass (memory, disk)
                 self.failure = str(exc)
                 log.error("the synthesis worker did not restart: %s; again in %.1f s", exc, delay)
@@ -355,14 +360,14 @@ class WorkerService:
         """Ping the worker between calls; kill it once a call or a ping is overdue."""
         while not self._stopped.wait(self._liveness.heartbeat_interval):
             generation = self._generation
-            if generation is None or not generation.alive or not self._ready.is_set():
+            if generation is None or not generation.alive:
                 continue
             now = time.monotonic()
-            with self._lock:
+            with self._lock:  # also while not ready: a voice replayed on a restart may hang
                 overdue = any(call.deadline < now for call in generation.calls.values())
             if overdue:
                 self._kill_hung(generation)
-            elif not self._ping_pending:
+            elif self._ready.is_set() and not self._ping_pending:
                 self._ping(generation)
 
     def _ping(self, generation: Generation) -> None:

@@ -95,6 +95,11 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                     closing = streams.pop(args[0], None)
                 if closing is not None:
                     closing.close()
+            elif op == "load_voice":  # (name, source, warm): the voices now loaded
+                name, voice_source, warm = args
+                value = dict(service.load_voice(name, voice_source, warm=warm))
+            elif op == "unload_voice":
+                value = dict(service.unload_voice(*args))
             elif op in (
                 "encode",
                 "warm",

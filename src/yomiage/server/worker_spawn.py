@@ -1,0 +1,63 @@
+"""Start one worker process for :mod:`yomiage.server.worker` and wait until it is ready."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from multiprocessing.connection import Connection
+from typing import Any
+
+from yomiage.errors import YomiageError
+from yomiage.server.service import VoiceCard
+from yomiage.server.worker_calls import WorkerStartError, describe_exit
+from yomiage.server.worker_child import ServiceFactory, worker_main
+
+
+def spawn_worker(
+    context: Any,  # multiprocessing's spawn context
+    factory: ServiceFactory,
+    log_level: int,
+    number: int,
+    timeout: float,
+) -> tuple[Connection, Any, Mapping[str, VoiceCard]]:
+    """A child running :func:`worker_main`, once its engine is built: the parent's end
+    of its pipe, the process and its voices. Raises WorkerStartError (or the child's
+    own YomiageError, such as a ModelLoadError) when it does not start within
+    ``timeout`` seconds; nothing is left running then."""
+    parent, child = context.Pipe(duplex=True)
+    process = context.Process(
+        target=worker_main,
+        args=(child, factory, log_level),
+        name=f"yomiage-worker-{number}",
+        daemon=True,
+    )
+    process.start()
+    child.close()
+    deadline = time.monotonic() + timeout
+    try:
+        while not parent.poll(0.2):
+            if not process.is_alive():
+                raise WorkerStartError(
+                    "the synthesis worker died while loading the voices "
+                    f"({describe_exit(process.exitcode)})"
+                )
+            if time.monotonic() > deadline:
+                process.kill()
+                raise WorkerStartError(f"the synthesis worker did not load within {timeout:g} s")
+        kind, payload = parent.recv()
+    except (EOFError, OSError):
+        process.join(timeout=5)
+        raise WorkerStartError(
+            f"the synthesis worker died while loading ({describe_exit(process.exitcode)})"
+        ) from None
+    except BaseException:
+        parent.close()
+        raise
+    if kind != "ready":
+        parent.close()
+        process.join(timeout=10)
+        if isinstance(payload, YomiageError):
+            raise payload
+        raise WorkerStartError(f"the synthesis worker could not start: {payload}")
+    voices: Mapping[str, VoiceCard] = payload
+    return parent, process, voices
