@@ -31,6 +31,8 @@ def _isolated_user_dict(
     monkeypatch.setenv("YOMIAGE_USER_DICT", str(path))
     # Nor the real download cache.
     monkeypatch.setenv("YOMIAGE_CACHE", str(tmp_path_factory.mktemp("cache")))
+    # Nor the voices `yomiage serve` installs and loads at start.
+    monkeypatch.setenv("YOMIAGE_MODELS_DIR", str(tmp_path_factory.mktemp("models")))
 
 
 @pytest.fixture(scope="session")

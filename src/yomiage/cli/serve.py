@@ -9,19 +9,21 @@ it in the server's process (less memory, no protection).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import ipaddress
 import logging
-import os
 import socket
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from yomiage.cli.engine_options import add_engine_arguments, voice_sources
+from yomiage.cli.engine_options import voice_sources
+from yomiage.cli.serve_flags import add_serve_arguments
 
 if TYPE_CHECKING:
+    from yomiage.engine_spec import VoiceSource
     from yomiage.server.service import LocalService
 
 log = logging.getLogger("yomiage.serve")
@@ -48,173 +50,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    net = p.add_argument_group("network and safety")
-    net.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
-    net.add_argument(
-        "--port",
-        type=int,
-        default=None,
-        help="port (default 8000, or 10101 with --compat aivisspeech; 0: any free)",
-    )
-    net.add_argument(
-        "--api-key",
-        metavar="KEY",
-        default=os.environ.get("YOMIAGE_API_KEY"),
-        help="require 'Authorization: Bearer KEY' (default: $YOMIAGE_API_KEY; none if unset)",
-    )
-    net.add_argument(
-        "--max-chars",
-        type=int,
-        default=4096,
-        metavar="N",
-        help="longest input in characters, more gets 413 (default 4096)",
-    )
-    net.add_argument(
-        "--max-concurrency",
-        type=int,
-        default=2,
-        metavar="N",
-        help="requests synthesized at once (default 2)",
-    )
-    net.add_argument(
-        "--max-queue",
-        type=int,
-        default=16,
-        metavar="N",
-        help="requests waiting for a slot; more get 429 (default 16)",
-    )
-    net.add_argument(
-        "--queue-timeout",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="longest wait for a slot before 503 (default 60 s)",
-    )
-    net.add_argument(
-        "--cors-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="allow browser calls from ORIGIN (repeatable; local apps are allowed anyway)",
-    )
-    net.add_argument(
-        "--cors-local-apps",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="allow pages on localhost/127.0.0.1 and desktop editors (app://), as VOICEVOX "
-        "does (default on; --no-cors-local-apps to refuse them)",
-    )
-    net.add_argument(
-        "--dict-api",
-        choices=["off", "read", "write"],
-        default="read",
-        help="user dictionary routes: off, read (list only; default) or write",
-    )
-    net.add_argument(
-        "--allowed-host",
-        action="append",
-        default=[],
-        metavar="NAME",
-        help="a Host name requests may carry, e.g. the name a proxy passes on (repeatable; "
-        "default: localhost and the loopback addresses on a loopback bind, any otherwise)",
-    )
-    net.add_argument(
-        "--max-audio-seconds",
-        type=float,
-        default=900.0,
-        metavar="S",
-        help="most audio one request may make (default 900); a sentence at most 180",
-    )
-    net.add_argument(
-        "--header-timeout",
-        type=float,
-        default=20.0,
-        metavar="S",
-        help="a request head must arrive within S seconds, else 408 and closed (default 20)",
-    )
-    net.add_argument(
-        "--body-timeout",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="a request body must arrive within S seconds, else 408 (default 60)",
-    )
-    net.add_argument(
-        "--max-connections",
-        type=int,
-        default=1000,
-        metavar="N",
-        help="open connections at most; a new one closes the oldest idle one (default 1000, "
-        "lowered to fit the open-file limit)",
-    )
-    net.add_argument(
-        "--worker-timeout",
-        type=float,
-        default=60.0,
-        metavar="S",
-        help="a worker call may take S seconds plus 1 s per character of its text before the "
-        "worker counts as hung and is restarted (default 60)",
-    )
-    net.add_argument("--no-playground", action="store_true", help="no page at /")
-    net.add_argument(
-        "--api",
-        default="openai,voicevox",
-        metavar="LIST",
-        help="client APIs besides /tts: openai (/v1/...), voicevox (VOICEVOX's engine routes; "
-        "docs/voicevox.md); default both",
-    )
-    net.add_argument(
-        "--compat",
-        choices=["voicevox", "aivisspeech"],
-        default="voicevox",
-        help="whose meanings the VOICEVOX routes give an AudioQuery's fields: voicevox "
-        "(default) or aivisspeech (AivisSpeech Engine's: intonationScale is the style "
-        "strength, tempoDynamicsScale the tempo dynamics; docs/voicevox.md)",
-    )
-    net.add_argument(
-        "--presets",
-        metavar="FILE",
-        help="keep the VOICEVOX presets in FILE (JSON, written on each change; default: memory)",
-    )
-    net.add_argument(
-        "--in-process",
-        action="store_true",
-        help="run the engine in the server's own process (no crash protection)",
-    )
-    net.add_argument(
-        "--access-log",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="one line per request on stderr (default on; --no-access-log for none)",
-    )
-    voices = p.add_argument_group("voices on the wire")
-    voices.add_argument(
-        "--default-voice",
-        metavar="NAME",
-        help="for OpenAI voice names and /tts without a voice (default: first)",
-    )
-    voices.add_argument(
-        "--voice-alias",
-        action="append",
-        default=[],
-        metavar="ALIAS=NAME",
-        help="a name requests may use for a voice, e.g. alloy=jvnv-F1-jp",
-    )
-    voices.add_argument(
-        "--no-warmup", action="store_true", help="no warm-up sentence before the port opens"
-    )
-    p.add_argument(
-        "-v", "--verbose", action="count", default=argparse.SUPPRESS, help="more logging"
-    )
-    add_engine_arguments(p, many=True)
-    p.add_argument(
-        "--use_gpu",
-        "--use-gpu",
-        dest="use_gpu",
-        action="store_true",
-        help="run the voices on the GPU (--device cuda); an error where PyTorch sees no CUDA "
-        "device. The VOICEVOX editor passes it in GPU mode",
-    )
+    add_serve_arguments(p)
     p.set_defaults(func=run)
 
 
@@ -262,7 +98,30 @@ def bind(host: str, port: int) -> socket.socket:
 
 _ENGINE_FLAGS = ("voice", "model", "bert", "device", "threads", "quantize", "decoder",
                  "cache_dir", "offline", "user_dict", "reading", "max_audio_seconds",
-                 "no_warmup")  # fmt: skip
+                 "no_warmup", "models_dir")  # fmt: skip
+
+
+def models_dir(args: argparse.Namespace) -> Path | None:
+    """The installed voices' folder: ``--models-dir``, else the per-user one, except with
+    ``--model-api off`` and no ``--models-dir`` (then none: no voices are installed)."""
+    from yomiage.aivmx.installed import default_models_dir
+
+    if args.models_dir:
+        return Path(args.models_dir).expanduser()
+    return None if args.model_api == "off" else default_models_dir()
+
+
+def serve_voices(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
+    """``--voice`` and ``--model`` voices, then those installed in the models folder
+    (scanned again at each worker start, so a restarted worker has what is installed)."""
+    from yomiage.aivmx.installed import installed_voice_sources
+
+    named = voice_sources(args) if (args.voice or args.model) else ()
+    folder = Path(args.models_dir) if getattr(args, "models_dir", None) else None
+    installed = installed_voice_sources(folder, [n for n, _ in named]) if folder else ()
+    if not named and not installed:
+        voice_sources(args)  # "name a voice", with the flags that do
+    return (*named, *installed)
 
 
 def engine_service(flags: dict[str, Any]) -> LocalService:
@@ -277,6 +136,7 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
 
     args = argparse.Namespace(**flags)
     spec = engine_spec(args, limits=Limits(max_request_seconds=args.max_audio_seconds))
+    spec = dataclasses.replace(spec, voices=serve_voices(args))
     return warmed_service(spec, warm=not args.no_warmup)
 
 
@@ -288,7 +148,7 @@ def check_voices(args: argparse.Namespace) -> None:
     from yomiage.sources import LocalSource, lookup, offline_mode, parse, resolve_name
 
     offline = offline_mode(True if args.offline else None)
-    for name, source in voice_sources(args):
+    for name, source in serve_voices(args):
         src = parse(source) if source is not None else None
         if isinstance(src, LocalSource):
             if not src.path.expanduser().exists():
@@ -327,6 +187,8 @@ def gpu_device(device: str) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.use_gpu:
         args.device = gpu_device(args.device)
+    folder = models_dir(args)
+    args.models_dir = str(folder) if folder is not None else None
     check_voices(args)
     try:
         import uvicorn  # noqa: F401  (the [server] extra: said before anything loads)
@@ -360,6 +222,9 @@ def run(args: argparse.Namespace) -> int:
         body_timeout=args.body_timeout,
         max_connections=connection_cap(args.max_connections),
         compat=args.compat,
+        models_dir=folder,
+        model_api=args.model_api,
+        max_upload_bytes=int(args.max_upload_mb * (1 << 20)),
     )
     if not _is_loopback(args.host) and config.api_key is None:
         log.warning(

@@ -121,6 +121,10 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
 
         add_voicevox_routes(app, state)
         add_voicevox_dictionary_routes(app, state)
+        if config.models_dir is not None and config.model_api != "off":
+            from yomiage.server.aivm_routes import add_aivm_routes
+
+            add_aivm_routes(app, state)
     add_dictionary_routes(app, state)
     if config.playground:
         add_playground_routes(app)

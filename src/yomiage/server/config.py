@@ -10,6 +10,10 @@ from types import MappingProxyType
 from typing import Literal
 
 DictAPI = Literal["off", "read", "write"]
+ModelAPI = Literal["off", "read", "write"]
+# Routes whose body is streamed to disk under their own limits, not read whole by the guard.
+STREAMED_BODY_PATHS = frozenset({"/aivm_models/install"})
+DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 # OpenAI's voice names; unless aliased, each means the default voice.
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer",
@@ -57,6 +61,11 @@ class ServerConfig:
     ``voicevox`` (VOICEVOX's) or ``aivisspeech`` (AivisSpeech Engine's:
     ``intonationScale`` is the style strength, ``tempoDynamicsScale`` the SDP
     ratio, pauses the voice's own) and which engine ``/engine_manifest`` resembles.
+    ``models_dir``: the folder of AIVMX voices installed at run time through
+    AivisSpeech's ``/aivm_models`` routes (None: no such routes); ``model_api``
+    guards them like ``dict_api``: ``off``, ``read`` (list, load and unload: the
+    default) or ``write`` (install, update and uninstall too); an upload may be
+    at most ``max_upload_bytes``.
     The audio a request may make is bounded by the engine's
     :class:`~yomiage.limits.Limits` (``yomiage serve --max-audio-seconds``).
     Slow clients: a request head must arrive within ``header_timeout`` s of
@@ -88,6 +97,9 @@ class ServerConfig:
     body_timeout: float = 60.0
     max_connections: int = 1000
     compat: Compat = "voicevox"
+    models_dir: Path | None = None
+    model_api: ModelAPI = "read"
+    max_upload_bytes: int = DEFAULT_MAX_UPLOAD_BYTES
 
     def __post_init__(self) -> None:
         if self.max_audio_seconds is not None and not self.max_audio_seconds > 0:
@@ -96,8 +108,11 @@ class ServerConfig:
             raise ValueError("max_input_chars must be at least 1")
         if self.max_concurrency < 1 or self.max_queue < 0 or self.queue_timeout <= 0:
             raise ValueError("need max_concurrency >= 1, max_queue >= 0, queue_timeout > 0")
-        if self.dict_api not in ("off", "read", "write"):
-            raise ValueError(f"dict_api must be off, read or write, not {self.dict_api!r}")
+        for name in ("dict_api", "model_api"):
+            if getattr(self, name) not in ("off", "read", "write"):
+                raise ValueError(f"{name} must be off, read or write, not {getattr(self, name)!r}")
+        if self.max_upload_bytes < 1:
+            raise ValueError("max_upload_bytes must be positive")
         if self.api_key is not None and not self.api_key.strip():
             raise ValueError("an empty API key would let everyone in; leave it unset instead")
         unknown = set(self.apis) - set(APIS)

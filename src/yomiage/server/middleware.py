@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from yomiage.server.config import ServerConfig
+from yomiage.server.config import STREAMED_BODY_PATHS, ServerConfig
 from yomiage.server.errors import error_body
 from yomiage.server.metrics import ServerMetrics
 from yomiage.server.request_body import (
@@ -216,6 +216,9 @@ class GuardMiddleware:
                 "--cors-origin ORIGIN to allow one",
                 "origin_not_allowed",
             )
+            return
+        if scope["path"] in STREAMED_BODY_PATHS and scope["method"] == "POST":
+            await self.app(scope, receive, guarded)  # the route reads it under its own limits
             return
         limit = self.config.max_body_bytes
         length = headers.get(b"content-length")

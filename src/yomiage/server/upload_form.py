@@ -1,0 +1,154 @@
+"""An install request's form, read as it arrives: the file part goes straight to disk.
+
+``POST /aivm_models/install`` takes AivisSpeech's form: a ``file`` part (an
+AIVMX voice, hundreds of MB) or a ``url`` field, as ``multipart/form-data`` or
+``application/x-www-form-urlencoded``. The guard middleware reads every other
+body whole into memory within :attr:`ServerConfig.max_body_bytes`; this one is
+streamed instead, so the file is written chunk by chunk to the store's partial
+file (which enforces the upload's own size limit) and nothing of it is held in
+memory. Each chunk must arrive within ``idle_timeout`` seconds (a stalled client
+cannot hold the install lock), and the small fields have a small limit of their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import parse_qs
+
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.types import Message, Receive
+
+from yomiage.server.request_body import ClientGone
+
+FILE_FIELD = "file"
+URL_FIELD = "url"
+MAX_FIELD_BYTES = 8192  # a URL, or any other small field
+
+
+class FormError(ValueError):
+    """The body is not a form this route reads (its message says why; a 422)."""
+
+
+class Sink(Protocol):
+    """Where the file part's bytes go (the store's partial file)."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
+@dataclass(frozen=True)
+class InstallForm:
+    """What the client sent: the file (written to the sink) or a URL to fetch."""
+
+    url: str | None
+    has_file: bool
+
+
+async def read_install_form(
+    receive: Receive, content_type: str, sink: Sink, *, idle_timeout: float
+) -> InstallForm:
+    """Read the whole body; the ``file`` part is written to ``sink`` as it arrives.
+
+    Raises :class:`FormError` for a body that is not such a form, whatever the
+    sink raises (its size limit), :class:`ClientGone` if the client left and
+    TimeoutError if it stalled."""
+    kind, params = parse_options_header(content_type)
+    if kind == b"multipart/form-data":
+        boundary = params.get(b"boundary")
+        if not boundary:
+            raise FormError("a multipart/form-data body needs a boundary in its Content-Type")
+        return await _multipart(receive, boundary, sink, idle_timeout)
+    if kind == b"application/x-www-form-urlencoded":
+        body = await _small_body(receive, idle_timeout)
+        urls = parse_qs(body.decode("utf-8", "replace")).get(URL_FIELD)
+        return InstallForm(urls[0] if urls else None, False)
+    raise FormError(
+        "send the voice as multipart/form-data (a 'file' part) or its address as a 'url' "
+        f"form field, not {kind.decode('latin-1')[:60] or 'no Content-Type'!r}"
+    )
+
+
+async def _chunks(receive: Receive, idle_timeout: float) -> AsyncIterator[bytes]:
+    more = True
+    while more:
+        message: Message = await asyncio.wait_for(receive(), idle_timeout)
+        if message["type"] != "http.request":
+            raise ClientGone
+        more = message.get("more_body", False)
+        yield message.get("body", b"")
+
+
+async def _small_body(receive: Receive, idle_timeout: float) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in _chunks(receive, idle_timeout):
+        size += len(chunk)
+        if size > MAX_FIELD_BYTES:
+            raise FormError(f"the form's fields exceed {MAX_FIELD_BYTES} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+class _Parts:
+    """The parser's callbacks: which part is being read, and its bytes."""
+
+    def __init__(self) -> None:
+        self.header_field = b""
+        self.header_value = b""
+        self.name: str | None = None
+        self.file_bytes: list[bytes] = []
+        self.has_file = False
+        self.fields: dict[str, bytearray] = {}
+
+    def on_part_begin(self) -> None:
+        self.name = None
+
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
+        self.header_field += data[start:end]
+
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
+        self.header_value += data[start:end]
+
+    def on_header_end(self) -> None:
+        if self.header_field.lower() == b"content-disposition":
+            _, params = parse_options_header(self.header_value)
+            self.name = params.get(b"name", b"").decode("utf-8", "replace")
+        self.header_field = self.header_value = b""
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        if self.name == FILE_FIELD:
+            self.has_file = True
+            self.file_bytes.append(data[start:end])
+            return
+        value = self.fields.setdefault(self.name or "", bytearray())
+        value += data[start:end]
+        if len(value) > MAX_FIELD_BYTES:
+            raise FormError(f"form field {self.name!r} exceeds {MAX_FIELD_BYTES} bytes")
+
+
+async def _multipart(
+    receive: Receive, boundary: bytes, sink: Sink, idle_timeout: float
+) -> InstallForm:
+    parts = _Parts()
+    callbacks = {name: getattr(parts, name) for name in (
+        "on_part_begin", "on_header_field", "on_header_value", "on_header_end", "on_part_data",
+    )}  # fmt: skip
+    parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+    async for chunk in _chunks(receive, idle_timeout):
+        try:
+            parser.write(chunk)
+        except MultipartParseError as exc:
+            raise FormError(f"the multipart body is malformed: {exc}") from None
+        if parts.file_bytes:
+            data, parts.file_bytes = b"".join(parts.file_bytes), []
+            await asyncio.to_thread(sink.write, data)
+    try:
+        parser.finalize()
+    except MultipartParseError as exc:
+        raise FormError(f"the multipart body is malformed: {exc}") from None
+    url = parts.fields.get(URL_FIELD)
+    return InstallForm(bytes(url).decode("utf-8", "replace").strip() if url else None,
+                       parts.has_file)  # fmt: skip
