@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage import TTS
-from yomiage.server.service import EngineRequest, LocalChunkSource, LocalService
+from yomiage.server.engine.service import EngineRequest, LocalChunkSource, LocalService
 
 CRASH = "ここで落ちる。"
 SLOW = "ゆっくり。"  # a first chunk that waits until it is cancelled

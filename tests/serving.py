@@ -106,7 +106,7 @@ def hold_until_cancelled(monkeypatch: Any) -> tuple[threading.Event, threading.E
     leaves makes the server do: the second event) and raises
     :class:`~yomiage.errors.Cancelled`."""
     from yomiage.errors import Cancelled
-    from yomiage.server.service import LocalChunkSource
+    from yomiage.server.engine.service import LocalChunkSource
 
     started, cancelled = threading.Event(), threading.Event()
 

@@ -27,9 +27,9 @@ from yomiage.runtime.onnx_backend import OnnxBackend
 
 pytest.importorskip("fastapi")
 
-from yomiage.server.service import EngineRequest, LocalService
-from yomiage.server.worker import WorkerCrashed, WorkerService
-from yomiage.server.worker_voices import VoiceChanges
+from yomiage.server.engine.service import EngineRequest, LocalService
+from yomiage.server.engine.worker import WorkerCrashed, WorkerService
+from yomiage.server.engine.worker_voices import VoiceChanges
 
 AIVMX = TEST_VOICES.parent / "aivmx" / "tiny.aivmx"
 TEXT = "今日はいい天気ですね。明日も晴れるでしょう。"

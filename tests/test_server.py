@@ -446,7 +446,7 @@ def test_health_ready_and_metrics(server: RunningServer, client: Any) -> None:
 
 
 def test_ready_waits_for_warmup(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
-    from yomiage.server.service import LocalService
+    from yomiage.server.engine.service import LocalService
 
     release = threading.Event()
     real = LocalService.warm

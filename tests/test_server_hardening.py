@@ -22,7 +22,7 @@ from tests import crashing_service  # noqa: E402
 from tests.serving import RunningServer, serve  # noqa: E402
 from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig  # noqa: E402
-from yomiage.server.worker import WorkerService  # noqa: E402
+from yomiage.server.engine.worker import WorkerService  # noqa: E402
 
 pytestmark = pytest.mark.server
 

@@ -28,9 +28,9 @@ from tests import crashing_service  # noqa: E402
 from tests.serving import RunningServer, serve  # noqa: E402
 from yomiage import TTS  # noqa: E402
 from yomiage.server import ServerConfig, create_app  # noqa: E402
-from yomiage.server.liveness import Liveness  # noqa: E402
+from yomiage.server.engine.liveness import Liveness  # noqa: E402
+from yomiage.server.engine.worker import WorkerService  # noqa: E402
 from yomiage.server.runner import uvicorn_config  # noqa: E402
-from yomiage.server.worker import WorkerService  # noqa: E402
 
 pytestmark = pytest.mark.server
 

@@ -199,7 +199,7 @@ def test_apis_can_be_chosen(tmp_path: Path) -> None:
 
 def test_the_supervised_worker_serves_them_too(test_voice: Path) -> None:
     from tests import crashing_service
-    from yomiage.server.worker import WorkerService
+    from yomiage.server.engine.worker import WorkerService
 
     service = WorkerService(functools.partial(crashing_service.build, str(test_voice)))
     try:

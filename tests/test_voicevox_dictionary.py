@@ -218,7 +218,7 @@ def test_edited_phrases_get_pitches_from_their_own_accent(http: httpx.Client) ->
 
 def test_the_supervised_worker_changes_words_too(test_voice: Path) -> None:
     from tests import crashing_service
-    from yomiage.server.worker import WorkerService
+    from yomiage.server.engine.worker import WorkerService
 
     service = WorkerService(functools.partial(crashing_service.build, str(test_voice)))
     try:

@@ -194,7 +194,7 @@ def test_health_answers_while_voicevox_post_processing_runs(
     server: RunningServer, speaker: int, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held = _HeldPostProcessing()
-    monkeypatch.setattr("yomiage.server.voicevox_routes.wav_bytes", held)
+    monkeypatch.setattr("yomiage.server.voicevox.routes.wav_bytes", held)
     result: dict[str, int] = {}
 
     def synthesize() -> None:
@@ -216,7 +216,7 @@ def test_a_client_that_leaves_stops_its_voicevox_work(
     server: RunningServer, speaker: int, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held = _HeldPostProcessing()
-    monkeypatch.setattr("yomiage.server.voicevox_routes.wav_bytes", held)
+    monkeypatch.setattr("yomiage.server.voicevox.routes.wav_bytes", held)
     before = server.metric("yomiage_client_disconnects_total")
     body = json.dumps(query).encode()
     head = (f"POST /synthesis?speaker={speaker} HTTP/1.1\r\nHost: 127.0.0.1\r\n"

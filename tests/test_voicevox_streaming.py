@@ -27,8 +27,8 @@ from tests.serving import RunningServer, audio_query, first_style, hold_until_ca
 from yomiage import TTS
 from yomiage.errors import Cancelled
 from yomiage.server import ServerConfig
-from yomiage.server.service import LocalChunkSource
-from yomiage.server.voicevox_synthesis import VoxSynthesis
+from yomiage.server.engine.service import LocalChunkSource
+from yomiage.server.voicevox.synthesis import VoxSynthesis
 
 pytestmark = pytest.mark.server
 

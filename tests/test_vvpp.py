@@ -101,7 +101,7 @@ def test_command_is_one_executable_file_of_the_package(tmp_path: Path, test_voic
 
 def test_the_same_uuid_as_the_running_server() -> None:
     pytest.importorskip("fastapi")
-    from yomiage.server.voicevox_routes import _manifest as server_manifest
+    from yomiage.server.voicevox.routes import _manifest as server_manifest
 
     served = server_manifest(44100, "voicevox")
     assert served["uuid"] == ENGINE_UUID

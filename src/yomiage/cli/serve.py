@@ -1,7 +1,7 @@
 """``yomiage serve``: load voices, then answer HTTP on 127.0.0.1 unless told otherwise.
 
 The engine runs in a supervised worker process by default
-(:mod:`yomiage.server.worker`): a crash in a native library costs the
+(:mod:`yomiage.server.engine.worker`): a crash in a native library costs the
 requests in flight and a restart, never the server. ``--in-process`` keeps
 it in the server's process (less memory, no protection).
 """
@@ -24,7 +24,7 @@ from yomiage.cli.serve_flags import add_serve_arguments
 
 if TYPE_CHECKING:
     from yomiage.engine_spec import VoiceSource
-    from yomiage.server.service import LocalService
+    from yomiage.server.engine.service import LocalService
 
 log = logging.getLogger("yomiage.serve")
 
@@ -132,7 +132,7 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
     """
     from yomiage.cli.engine_options import engine_spec
     from yomiage.limits import Limits
-    from yomiage.server.service import warmed_service
+    from yomiage.server.engine.service import warmed_service
 
     args = argparse.Namespace(**flags)
     spec = engine_spec(args, limits=Limits(max_request_seconds=args.max_audio_seconds))
@@ -237,8 +237,8 @@ def run(args: argparse.Namespace) -> int:
     if args.in_process:
         service: Any = engine_service(flags)
     else:
-        from yomiage.server.liveness import Liveness
-        from yomiage.server.worker import WorkerService
+        from yomiage.server.engine.liveness import Liveness
+        from yomiage.server.engine.worker import WorkerService
 
         print("yomiage serve: loading the voices in a worker process...", file=sys.stderr,
               flush=True)  # fmt: skip

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from yomiage.engine_spec import EngineSpec
 from yomiage.server.config import ServerConfig
-from yomiage.server.service import LocalService, warmed_service
+from yomiage.server.engine.service import LocalService, warmed_service
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

@@ -2,7 +2,7 @@
 
 :func:`create_app` builds the FastAPI app around an engine: a prepared
 :class:`~yomiage.TTS` (run in this process) or any
-:class:`~yomiage.server.service.SpeechService`, such as the supervised worker
+:class:`~yomiage.server.engine.service.SpeechService`, such as the supervised worker
 process ``yomiage serve`` uses. The caller owns the engine (and closes it).
 Inference runs in the app's own worker threads, never on the event loop; a
 fixed number of requests synthesize at once behind a bounded queue
@@ -25,12 +25,12 @@ from yomiage._version import __version__
 from yomiage.engine import TTS
 from yomiage.server.config import LOCAL_APP_ORIGINS, ServerConfig
 from yomiage.server.dictionary_routes import add_dictionary_routes
+from yomiage.server.engine.service import LocalService, SpeechService
 from yomiage.server.errors import install as install_error_handlers
 from yomiage.server.limits import AdmissionGate
 from yomiage.server.metrics import CONTENT_TYPE, ServerMetrics
 from yomiage.server.middleware import GuardMiddleware, MetricsMiddleware, ShieldMiddleware
 from yomiage.server.playground import add_playground_routes
-from yomiage.server.service import LocalService, SpeechService
 from yomiage.server.speech_routes import add_native_routes, add_openai_routes
 from yomiage.server.state import ServerState
 from yomiage.server.threads import ServerThreads
@@ -116,13 +116,13 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
         add_openai_routes(app, state)
     add_native_routes(app, state)
     if "voicevox" in config.apis:
-        from yomiage.server.voicevox_dictionary_routes import add_voicevox_dictionary_routes
-        from yomiage.server.voicevox_routes import add_voicevox_routes
+        from yomiage.server.voicevox.dictionary_routes import add_voicevox_dictionary_routes
+        from yomiage.server.voicevox.routes import add_voicevox_routes
 
         add_voicevox_routes(app, state)
         add_voicevox_dictionary_routes(app, state)
         if config.models_dir is not None and config.model_api != "off":
-            from yomiage.server.aivm_routes import add_aivm_routes
+            from yomiage.server.voicevox.aivm_routes import add_aivm_routes
 
             add_aivm_routes(app, state)
     add_dictionary_routes(app, state)

@@ -1,6 +1,6 @@
 """The user dictionary over HTTP at ``/v1/dictionary``: list, add, remove
 (``--dict-api off|read|write``). VOICEVOX's routes to the same words are in
-:mod:`yomiage.server.voicevox_dictionary_routes`."""
+:mod:`yomiage.server.voicevox.dictionary_routes`."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from yomiage.errors import (
     UnknownWordError,
     UserDictionaryError,
 )
+from yomiage.server.engine.worker import WorkerCrashed, WorkerUnavailable
 from yomiage.server.errors import APIError
 from yomiage.server.schemas import WordRequest
-from yomiage.server.worker import WorkerCrashed, WorkerUnavailable
 from yomiage.text.user_dict import SkippedEntry, UserWord
 
 if TYPE_CHECKING:

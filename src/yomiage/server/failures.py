@@ -16,10 +16,10 @@ from yomiage.errors import (
     VoiceNotLoadedError,
     YomiageError,
 )
+from yomiage.server.engine.worker import WorkerCrashed, WorkerHung, WorkerUnavailable
 from yomiage.server.errors import APIError
 from yomiage.server.metrics import ServerMetrics
 from yomiage.server.threads import ServerStopping
-from yomiage.server.worker import WorkerCrashed, WorkerHung, WorkerUnavailable
 
 
 def failure_response(exc: BaseException, metrics: ServerMetrics, text_param: str) -> BaseException:

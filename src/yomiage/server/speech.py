@@ -1,6 +1,6 @@
 """One synthesis request from admission to the last byte, off the event loop.
 
-:class:`ChunkPump` steps a request's :class:`~yomiage.server.service.ChunkSource`
+:class:`ChunkPump` steps a request's :class:`~yomiage.server.engine.service.ChunkSource`
 in the server's worker threads; :class:`SpeechResponse` sends its audio
 (streamed or whole, raw or as server-sent events) while watching for the
 client to leave, and on every way out cancels and closes the source (waiting
@@ -23,12 +23,12 @@ from starlette.types import Receive, Scope, Send
 
 from yomiage.audio import Audio, AudioChunk
 from yomiage.server.encoding import OutputFormat, StreamEncoder
+from yomiage.server.engine.service import ChunkSource, SpeechService
 from yomiage.server.errors import APIError
 from yomiage.server.failures import failure_response
 from yomiage.server.limits import Slot
 from yomiage.server.metrics import ServerMetrics
 from yomiage.server.middleware import send_error
-from yomiage.server.service import ChunkSource, SpeechService
 
 log = logging.getLogger(__name__)
 

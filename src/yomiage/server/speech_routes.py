@@ -19,11 +19,11 @@ from yomiage.errors import Cancelled, OptionError, TextError
 from yomiage.options import SynthesisOptions
 from yomiage.server.config import MODEL_IDS, OPENAI_VOICES
 from yomiage.server.encoding import OutputFormat, output_format
+from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.errors import APIError
 from yomiage.server.failures import failure_response
 from yomiage.server.limits import Rejected, Slot
 from yomiage.server.schemas import SpeechRequest, SynthesisFields, TTSRequest
-from yomiage.server.service import EngineRequest, VoiceCard
 from yomiage.server.speech import ChunkPump, SpeechJob, SpeechResponse, client_left
 from yomiage.server.state import ServerState
 

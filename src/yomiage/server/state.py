@@ -8,10 +8,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from yomiage.server.config import ServerConfig
+from yomiage.server.engine.service import SpeechService, VoiceCard
 from yomiage.server.errors import APIError
 from yomiage.server.limits import AdmissionGate
 from yomiage.server.metrics import ServerMetrics
-from yomiage.server.service import SpeechService, VoiceCard
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """VOICEVOX's engine API on the same server: editors and bots that speak it work as is.
 
-Responses follow VOICEVOX's strict shapes (:mod:`yomiage.server.voicevox_http`).
+Responses follow VOICEVOX's strict shapes (:mod:`yomiage.server.voicevox.http`).
 Style ids are those of :mod:`yomiage.voicevox.ids`; what each AudioQuery
 field means for an SBV2 voice is in ``docs/voicevox.md``.
 """
@@ -23,7 +23,7 @@ from yomiage.audio import Audio
 from yomiage.runtime.gpu import cuda_may_run
 from yomiage.server.config import Compat
 from yomiage.server.state import ServerState
-from yomiage.server.voicevox_http import (
+from yomiage.server.voicevox.http import (
     VoxError,
     flag_param,
     int_param,
@@ -32,9 +32,9 @@ from yomiage.server.voicevox_http import (
     no_content,
     vox_router,
 )
-from yomiage.server.voicevox_streaming_routes import add_streaming_routes
-from yomiage.server.voicevox_synthesis import VoxSynthesis
-from yomiage.server.voicevox_work import VoxWork
+from yomiage.server.voicevox.streaming_routes import add_streaming_routes
+from yomiage.server.voicevox.synthesis import VoxSynthesis
+from yomiage.server.voicevox.work import VoxWork
 from yomiage.text.accent_phrases import PhraseSpec
 from yomiage.voicevox import aivisspeech
 from yomiage.voicevox.cost import spoken_chars

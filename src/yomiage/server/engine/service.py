@@ -4,7 +4,7 @@ The routes never touch a :class:`~yomiage.TTS` directly: they talk to a
 :class:`SpeechService`, so the same app runs with the engine in its own
 process (:class:`LocalService`, for tests, Ray replicas and ``--in-process``)
 or in a supervised worker that a native crash cannot take the server down
-with (:class:`~yomiage.server.worker.WorkerService`, what ``yomiage serve``
+with (:class:`~yomiage.server.engine.worker.WorkerService`, what ``yomiage serve``
 uses). Every method but :meth:`SpeechService.open` blocks: call them from
 worker threads, never on the event loop.
 """

@@ -1,4 +1,4 @@
-"""What :mod:`yomiage.server.worker` and its streams share: the errors a call to the
+"""What :mod:`yomiage.server.engine.worker` and its streams share: the errors a call to the
 worker may end in, one call waiting for its answer, and one worker process with the
 calls in flight on it."""
 

@@ -1,4 +1,4 @@
-"""Start one worker process for :mod:`yomiage.server.worker` and wait until it is ready."""
+"""Start one worker process for :mod:`yomiage.server.engine.worker` and wait until it is ready."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from yomiage.errors import YomiageError
-from yomiage.server.service import VoiceCard
-from yomiage.server.worker_calls import WorkerStartError, describe_exit
-from yomiage.server.worker_child import ServiceFactory, worker_main
+from yomiage.server.engine.service import VoiceCard
+from yomiage.server.engine.worker_calls import WorkerStartError, describe_exit
+from yomiage.server.engine.worker_child import ServiceFactory, worker_main
 
 
 def spawn_worker(

@@ -11,7 +11,7 @@ new child is started and warmed; requests that arrive meanwhile wait for it
 (:class:`WorkerUnavailable` past ``ready_timeout``).
 
 A worker that hangs instead (stopped, deadlocked) is found by deadlines
-(:mod:`yomiage.server.liveness`): a watchdog thread pings it, reports it
+(:mod:`yomiage.server.engine.liveness`): a watchdog thread pings it, reports it
 unavailable while it does not answer, and kills it (so it is restarted) once a
 call or ping is overdue; the requests on it fail with :class:`WorkerHung`.
 
@@ -19,7 +19,7 @@ The protocol is pull-based, like the in-process stream: the parent asks for
 each chunk, so a slow client never makes the child run ahead, and a cancel
 reaches the child at once (it does not queue behind the step in progress).
 Voices loaded and unloaded while serving are replayed on a restarted child
-(:mod:`yomiage.server.worker_voices`).
+(:mod:`yomiage.server.engine.worker_voices`).
 """
 
 from __future__ import annotations
@@ -38,9 +38,9 @@ from typing import Any
 from yomiage.audio import Audio
 from yomiage.options import SynthesisOptions
 from yomiage.server.encoding import OutputFormat
-from yomiage.server.liveness import Liveness, work_size
-from yomiage.server.service import EngineRequest, VoiceCard
-from yomiage.server.worker_calls import (
+from yomiage.server.engine.liveness import Liveness, work_size
+from yomiage.server.engine.service import EngineRequest, VoiceCard
+from yomiage.server.engine.worker_calls import (
     Call,
     Generation,
     WorkerCrashed,
@@ -49,10 +49,10 @@ from yomiage.server.worker_calls import (
     WorkerUnavailable,
     describe_exit,
 )
-from yomiage.server.worker_child import ServiceFactory
-from yomiage.server.worker_spawn import spawn_worker
-from yomiage.server.worker_stream import WorkerChunkSource
-from yomiage.server.worker_voices import VoiceChanges
+from yomiage.server.engine.worker_child import ServiceFactory
+from yomiage.server.engine.worker_spawn import spawn_worker
+from yomiage.server.engine.worker_stream import WorkerChunkSource
+from yomiage.server.engine.worker_voices import VoiceChanges
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry, UserWord
 from yomiage.voicevox.query import SentenceReading

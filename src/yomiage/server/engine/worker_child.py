@@ -1,4 +1,4 @@
-"""The worker process's side of :mod:`yomiage.server.worker`: build the engine, then
+"""The worker process's side of :mod:`yomiage.server.engine.worker`: build the engine, then
 answer the parent's calls over the pipe until it closes.
 
 Each call runs in a thread of its own (a slow stream must not hold the others);
@@ -21,7 +21,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from yomiage.errors import YomiageError
-from yomiage.server.service import ChunkSource, SpeechService
+from yomiage.server.engine.service import ChunkSource, SpeechService
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ def _serve(conn: Connection, service: SpeechService) -> None:
             break
         if op == "stop":
             break
-        if op == "ping":  # at once: the parent's liveness check (server/liveness.py)
+        if op == "ping":  # at once: the parent's liveness check (server/engine/liveness.py)
             reply(call_id, True, None)
             continue
         if op == "cancel":  # at once: not behind the step it should stop

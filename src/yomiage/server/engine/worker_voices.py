@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from yomiage.errors import VoiceNotLoadedError
-from yomiage.server.service import VoiceCard
-from yomiage.server.worker_calls import WorkerCrashed, WorkerUnavailable
+from yomiage.server.engine.service import VoiceCard
+from yomiage.server.engine.worker_calls import WorkerCrashed, WorkerUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +30,7 @@ class VoiceLoad:
 
 
 class VoiceChanges:
-    """The runtime loads and unloads of one :class:`~yomiage.server.worker.WorkerService`.
+    """The runtime loads and unloads of one :class:`~yomiage.server.engine.worker.WorkerService`.
 
     Replaying first unloads every voice unloaded since the start (one of them
     may be back under the same name: it is in the loads too), then loads, in the

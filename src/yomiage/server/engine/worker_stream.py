@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from yomiage.audio import AudioChunk
 from yomiage.errors import Cancelled
-from yomiage.server.worker_calls import Generation, WorkerCrashed
+from yomiage.server.engine.worker_calls import Generation, WorkerCrashed
 
 if TYPE_CHECKING:
-    from yomiage.server.service import EngineRequest
-    from yomiage.server.worker import WorkerService
+    from yomiage.server.engine.service import EngineRequest
+    from yomiage.server.engine.worker import WorkerService
 
 
 class WorkerChunkSource:

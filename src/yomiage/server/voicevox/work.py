@@ -26,7 +26,7 @@ from yomiage.server.limits import Slot
 from yomiage.server.speech import client_left
 from yomiage.server.speech_routes import admit
 from yomiage.server.state import ServerState
-from yomiage.server.voicevox_http import VoxError
+from yomiage.server.voicevox.http import VoxError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

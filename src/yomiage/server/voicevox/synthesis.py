@@ -1,8 +1,8 @@
 """What VOICEVOX's synthesis routes share: styles, the checks a request meets before
 any work, and a query turned into the engine request that reads it.
 
-``/synthesis``, ``/multi_synthesis`` (:mod:`yomiage.server.voicevox_routes`) and
-``/streaming_synthesis`` (:mod:`yomiage.server.voicevox_streaming_routes`) read
+``/synthesis``, ``/multi_synthesis`` (:mod:`yomiage.server.voicevox.routes`) and
+``/streaming_synthesis`` (:mod:`yomiage.server.voicevox.streaming_routes`) read
 a query the same way, so the same query gives the same audio on each.
 """
 
@@ -16,10 +16,10 @@ from fastapi import Request
 
 from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
 from yomiage.options import SynthesisOptions
-from yomiage.server.service import EngineRequest, VoiceCard
+from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.state import ServerState
-from yomiage.server.voicevox_http import VoxError, int_param
-from yomiage.server.voicevox_work import VoxWork
+from yomiage.server.voicevox.http import VoxError, int_param
+from yomiage.server.voicevox.work import VoxWork
 from yomiage.text.g2p import Phonemes
 from yomiage.voicevox import aivisspeech
 from yomiage.voicevox.cost import estimated_seconds, spoken_chars

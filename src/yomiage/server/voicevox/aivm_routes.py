@@ -7,7 +7,7 @@ next start loads it again (:mod:`yomiage.aivmx.installed`). Guarded like the
 dictionary (``--model-api``): ``read`` lists, loads and unloads; ``write`` also
 installs, updates and uninstalls. An upload is streamed to a partial file under
 its own size limit and checked before it replaces anything
-(:mod:`yomiage.server.upload_form`). One change runs at a time; an unloaded
+(:mod:`yomiage.server.voicevox.upload_form`). One change runs at a time; an unloaded
 voice's requests in flight finish first (they hold the voice). Loading runs on
 threads of its own, never on the synthesis threads.
 """
@@ -41,9 +41,9 @@ from yomiage.errors import (
     SourceNotFoundError,
 )
 from yomiage.server.request_body import ClientGone
-from yomiage.server.upload_form import FormError, read_install_form
-from yomiage.server.voicevox_http import VoxError, json_response, no_content, vox_router
-from yomiage.server.voicevox_synthesis import VoxCatalog
+from yomiage.server.voicevox.http import VoxError, json_response, no_content, vox_router
+from yomiage.server.voicevox.synthesis import VoxCatalog
+from yomiage.server.voicevox.upload_form import FormError, read_install_form
 from yomiage.voicevox.aivm_info import aivm_info
 
 if TYPE_CHECKING:

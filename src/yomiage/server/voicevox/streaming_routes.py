@@ -23,11 +23,11 @@ from fastapi import Request
 from fastapi.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from yomiage.server.service import EngineRequest
+from yomiage.server.engine.service import EngineRequest
 from yomiage.server.state import ServerState
-from yomiage.server.voicevox_http import Handler, Route, VoxError, flag_param, json_body
-from yomiage.server.voicevox_synthesis import VoxSynthesis
-from yomiage.server.voicevox_work import VoxWork
+from yomiage.server.voicevox.http import Handler, Route, VoxError, flag_param, json_body
+from yomiage.server.voicevox.synthesis import VoxSynthesis
+from yomiage.server.voicevox.work import VoxWork
 from yomiage.voicevox.model import AudioQuery, parse_audio_query
 from yomiage.voicevox.streaming import DEFAULT_SEGMENT_SECONDS, StartPastEnd, wav_stream
 from yomiage.voicevox.synthesis import output_seconds

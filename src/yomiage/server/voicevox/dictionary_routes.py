@@ -19,7 +19,7 @@ from fastapi.responses import Response
 
 from yomiage.errors import DictionaryStorageError, UserDictionaryError
 from yomiage.server.dictionary_routes import dictionary_refusal
-from yomiage.server.voicevox_http import (
+from yomiage.server.voicevox.http import (
     VoxError,
     flag_param,
     int_param,
