@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -278,3 +279,27 @@ def test_serve_installs_through_its_worker_and_loads_them_at_the_next_start(
             assert names == ["tiny", info["manifest"]["name"]]
     finally:
         _stop(process)
+
+
+def test_install_is_guarded_like_every_write(engine: TTS, tmp_path: Path) -> None:
+    config = ServerConfig(warmup=False, models_dir=tmp_path / "models", model_api="write",
+                          api_key="k-1", body_timeout=0.5)  # fmt: skip
+    key = {"Authorization": "Bearer k-1"}
+    with serve(engine, config) as running, running.client() as http:
+        assert _upload(http, AIVMX.read_bytes()).status_code == 401
+        page = {**key, "Origin": "https://elsewhere.example"}  # a page on another site
+        files = {"file": ("v.aivmx", AIVMX.read_bytes())}
+        refused = http.post("/aivm_models/install", files=files, headers=page)
+        assert refused.status_code == 403
+        # A client that stalls mid-upload gets 408 and leaves no partial file.
+        with socket.create_connection(("127.0.0.1", running.port)) as sock:
+            head = ("POST /aivm_models/install HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    "Authorization: Bearer k-1\r\nContent-Length: 100000\r\n"
+                    "Content-Type: multipart/form-data; boundary=XyZ\r\n\r\n"
+                    '--XyZ\r\nContent-Disposition: form-data; name="file"; filename="v"\r\n\r\n')  # fmt: skip
+            sock.sendall(head.encode() + b"\0" * 1000)
+            sock.settimeout(10)
+            answer = sock.recv(4096).decode("latin-1")
+        assert answer.startswith("HTTP/1.1 408"), answer[:200]
+        assert _leftovers(running) == []
+        assert http.get("/aivm_models", headers=key).json() == {}
