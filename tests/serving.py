@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -118,3 +120,15 @@ def hold_until_cancelled(monkeypatch: Any) -> tuple[threading.Event, threading.E
     monkeypatch.setattr(LocalChunkSource, "next", next_until_cancelled)
     monkeypatch.setattr(LocalChunkSource, "cancel", lambda self: cancelled.set())
     return started, cancelled
+
+
+def listening_url(process: subprocess.Popen[str]) -> str:
+    """The URL ``yomiage serve`` prints once it listens (after a line saying it loads)."""
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        found = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
+        if found:
+            return found.group(1)
+    raise AssertionError("yomiage serve stopped before listening: " + "".join(seen))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import io
 import os
-import re
 import shutil
 import signal
 import socket
@@ -24,7 +23,7 @@ import pytest
 pytest.importorskip("fastapi")
 
 from tests.conftest import TEST_VOICES
-from tests.serving import RunningServer, audio_query, serve
+from tests.serving import RunningServer, audio_query, listening_url, serve
 from yomiage import TTS
 from yomiage.server import ServerConfig
 from yomiage.voicevox.ids import style_id
@@ -217,17 +216,6 @@ def test_the_last_voice_stays_loaded(tmp_path: Path) -> None:
             assert (models / "voice.aivmx").exists()
 
 
-def _wait_for_url(process: subprocess.Popen[str]) -> str:
-    assert process.stderr is not None
-    seen = []
-    for line in process.stderr:
-        seen.append(line)
-        found = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
-        if found:
-            return found.group(1)
-    raise AssertionError("yomiage serve stopped before listening: " + "".join(seen))
-
-
 def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:
     end = time.monotonic() + 60
     while httpx.get(f"{url}/ready").status_code != 200:
@@ -256,7 +244,7 @@ def test_serve_installs_through_its_worker_and_loads_them_at_the_next_start(
     uuid = _model_uuid()
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
-        url = _wait_for_url(process)
+        url = listening_url(process)
         _wait_ready(url, process)
         with httpx.Client(base_url=url, timeout=120) as http:
             assert _upload(http, AIVMX.read_bytes()).status_code == 204
@@ -270,7 +258,7 @@ def test_serve_installs_through_its_worker_and_loads_them_at_the_next_start(
         _stop(process)
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
-        url = _wait_for_url(process)
+        url = listening_url(process)
         _wait_ready(url, process)
         with httpx.Client(base_url=url, timeout=120) as http:
             info: dict[str, Any] = http.get(f"/aivm_models/{uuid}").json()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -16,22 +15,11 @@ pytest.importorskip("fastapi")
 openai = pytest.importorskip("openai")
 httpx = pytest.importorskip("httpx")
 
+from tests.serving import listening_url  # noqa: E402
 from yomiage.cli import main  # noqa: E402
 from yomiage.cli.serve import _is_loopback  # noqa: E402
 
 pytestmark = pytest.mark.server
-
-
-def _wait_for_url(process: subprocess.Popen[str]) -> str:
-    """The URL ``yomiage serve`` prints once it listens (after a line saying it loads)."""
-    assert process.stderr is not None
-    seen = []
-    for line in process.stderr:
-        seen.append(line)
-        found = re.search(r"on (http://127\.0\.0\.1:\d+)/", line)
-        if found:
-            return found.group(1)
-    raise AssertionError("yomiage serve stopped before listening: " + "".join(seen))
 
 
 def test_serve_process_end_to_end(test_voice: Path) -> None:
@@ -40,7 +28,7 @@ def test_serve_process_end_to_end(test_voice: Path) -> None:
                "--port", "0", "--threads", "1", "--voice-alias", "alloy=tiny"]  # fmt: skip
     process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
     try:
-        url = _wait_for_url(process)
+        url = listening_url(process)
         end = time.monotonic() + 60
         while httpx.get(f"{url}/ready").status_code != 200:  # after the warm-up
             assert time.monotonic() < end and process.poll() is None
@@ -94,7 +82,7 @@ def test_serve_survives_sigsegv_in_its_worker(test_voice: Path) -> None:
                "--port", "0", "--threads", "1"]  # fmt: skip
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     try:
-        url = _wait_for_url(process)
+        url = listening_url(process)
         with httpx.Client(base_url=url, timeout=60) as http:
             assert http.post("/tts", json={"text": "こんにちは。"}).status_code == 200
             worker = _worker_of(process.pid)
@@ -121,7 +109,7 @@ def test_sigterm_answers_queued_requests_with_503(test_voice: Path) -> None:
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     results: dict[str, httpx.Response] = {}
     try:
-        url = _wait_for_url(process)
+        url = listening_url(process)
 
         def queued() -> None:
             with httpx.Client(base_url=url, timeout=60) as http:
@@ -161,7 +149,7 @@ def test_stop_with_a_request_in_flight_exits(test_voice: Path) -> None:
     process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
     answers: list[int] = []
     try:
-        url = _wait_for_url(process)
+        url = listening_url(process)
 
         def long_request() -> None:
             with httpx.Client(base_url=url, timeout=120) as http:
@@ -219,7 +207,7 @@ def test_serve_logs_each_request(test_voice: Path) -> None:
                    "--port", "0", "--threads", "1", "--no-warmup", flag]  # fmt: skip
         process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
         try:
-            url = _wait_for_url(process)
+            url = listening_url(process)
             assert httpx.get(f"{url}/health", timeout=30).status_code == 200
         finally:
             process.send_signal(signal.SIGINT)

@@ -188,14 +188,17 @@ def add_aivm_routes(app: FastAPI, state: ServerState) -> None:
                 await load(model)
         return no_content()
 
+    async def unload_installed(uuid: str) -> None:
+        """Unload an installed voice if it is loaded (404 if it is not installed)."""
+        await run(lambda: store.get(uuid))
+        name = loaded_as(uuid)
+        if name is not None:
+            await unload(name)
+
     @route("POST", "/aivm_models/{aivm_model_uuid}/unload")
     async def unload_model(request: Request) -> Response:
-        uuid = request.path_params["aivm_model_uuid"]
         async with changing:
-            await run(lambda: store.get(uuid))
-            name = loaded_as(uuid)
-            if name is not None:
-                await unload(name)
+            await unload_installed(request.path_params["aivm_model_uuid"])
         return no_content()
 
     @route("POST", "/aivm_models/{aivm_model_uuid}/update")
@@ -212,9 +215,6 @@ def add_aivm_routes(app: FastAPI, state: ServerState) -> None:
         allow_write()
         uuid = request.path_params["aivm_model_uuid"]
         async with changing:
-            await run(lambda: store.get(uuid))
-            name = loaded_as(uuid)
-            if name is not None:
-                await unload(name)
+            await unload_installed(uuid)
             await run(lambda: store.uninstall(uuid))
         return no_content()
