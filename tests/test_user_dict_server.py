@@ -63,3 +63,26 @@ def test_a_running_server_sees_words_added_from_the_command_line(tts: TTS, share
         words = http.get("/v1/dictionary").json()["words"]
         assert [w["surface"] for w in words] == ["担々麺"]
         assert "タンタンメン" in tts.frontend.g2p("担々麺を食べる").readings
+
+
+def test_a_word_crosses_the_worker_process_whole(test_voice: Path) -> None:
+    """POST /v1/dictionary checks the word once and hands the child one UserWord."""
+    import functools
+
+    from tests import crashing_service
+    from yomiage.server.engine.worker import WorkerService
+
+    service = WorkerService(functools.partial(crashing_service.build, str(test_voice)))
+    try:
+        config = ServerConfig(warmup=False, dict_api="write")
+        with serve(service, config) as running, running.client() as http:  # type: ignore[arg-type]
+            word = {"surface": "推し", "reading": "おし", "accent": 1, "word_type": "common_noun"}
+            added = http.post("/v1/dictionary", json=word)
+            assert added.status_code == 201
+            assert added.json() == {**word, "reading": "オシ", "priority": 5}
+            assert http.get("/v1/dictionary").json()["words"] == [added.json()]
+            bad = http.post("/v1/dictionary", json={"surface": "推し", "reading": "oshi"})
+            assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_word"
+            assert "must be katakana" in bad.json()["error"]["message"]
+    finally:
+        service.close()

@@ -238,7 +238,9 @@ class TTS:
         word_type: str = "proper_noun",
     ) -> UserWord:
         """Read ``surface`` as ``reading`` (katakana) from the next request on."""
-        return self.frontend.add_word(surface, reading, accent, priority, word_type)
+        word = UserWord.create(surface, reading, accent, priority, word_type)
+        self.frontend.update_words([word])
+        return word
 
     def update_words(
         self,

@@ -79,10 +79,9 @@ def add_dictionary_routes(app: FastAPI, state: ServerState) -> None:
         """Add or replace a word; it applies from the next request on."""
         allow(write=True)
         try:
-            word = await in_thread(
-                state.service.add_word,
-                body.surface, body.reading, body.accent, body.priority, body.word_type,
-            )  # fmt: skip
+            # Checked here, once: the word then travels whole to the dictionary.
+            word = UserWord.create(**body.model_dump())
+            await in_thread(state.service.update_words, [word], (), False)
         except DictionaryStorageError as exc:
             raise APIError(500, str(exc), code="dictionary_not_saved") from None
         except DictionaryFullError as exc:  # the word cap (MAX_WORDS): remove words first

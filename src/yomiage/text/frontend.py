@@ -166,7 +166,9 @@ class Frontend:
         priority: int = 5,
         word_type: str = "proper_noun",
     ) -> UserWord:
-        """Add a word; it applies to the next call. Nothing changes if it is rejected."""
+        """Add a word; it applies to the next call. Nothing changes if it is rejected.
+        A shorthand for ``update_words([UserWord.create(...)])``: the words a server
+        or engine has already checked go to :meth:`update_words` directly."""
         word = UserWord.create(surface, reading, accent, priority, word_type)
         self.update_words([word])
         return word

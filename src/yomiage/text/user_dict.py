@@ -274,15 +274,11 @@ class UserDictionary:
         priority: int = 5,
         word_type: str = "proper_noun",
     ) -> UserWord:
-        """Add or replace the entry for ``surface``."""
+        """Add or replace the entry for ``surface``: a shorthand for
+        ``update([UserWord.create(...)])``, the path every checked word takes."""
         word = UserWord.create(surface, reading, accent, priority, word_type)
-        self.add_word(word)
-        return word
-
-    def add_word(self, word: UserWord) -> None:
-        """Add or replace ``word`` (already checked by :meth:`UserWord.create`)."""
-
         self.update([word])
+        return word
 
     def update(
         self,

@@ -123,15 +123,16 @@ class SpeechService(Protocol):
 
     def words(self) -> tuple[UserWord, ...]: ...
 
-    def add_word(
-        self, surface: str, reading: str, accent: int | None, priority: int, word_type: str
-    ) -> UserWord: ...
-
     def remove_word(self, surface: str) -> UserWord | SkippedEntry: ...
 
     def update_words(
         self, add: Sequence[UserWord], remove: Sequence[str], keep_existing: bool
-    ) -> tuple[UserWord, ...]: ...
+    ) -> tuple[UserWord, ...]:
+        """Add ``add`` (words checked by :meth:`UserWord.create` where the request was
+        read) and remove the words written ``remove``, as one saved change; the words
+        added. A word crosses every layer as one ``UserWord``, so adding a field to it
+        touches no signature here."""
+        ...
 
     def close(self) -> None: ...
 
@@ -269,11 +270,6 @@ class LocalService:
 
     def words(self) -> tuple[UserWord, ...]:
         return self.tts.words()
-
-    def add_word(
-        self, surface: str, reading: str, accent: int | None, priority: int, word_type: str
-    ) -> UserWord:
-        return self.tts.add_word(surface, reading, accent, priority, word_type)
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         return self.tts.remove_word(surface)

@@ -167,14 +167,6 @@ class WorkerService:
         words: tuple[UserWord, ...] = self._call(self._current(), "words")
         return words
 
-    def add_word(
-        self, surface: str, reading: str, accent: int | None, priority: int, word_type: str
-    ) -> UserWord:
-        word: UserWord = self._call(
-            self._current(), "add_word", surface, reading, accent, priority, word_type
-        )
-        return word
-
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
         removed: UserWord | SkippedEntry = self._call(self._current(), "remove_word", surface)
         return removed

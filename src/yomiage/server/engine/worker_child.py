@@ -104,7 +104,6 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                 "encode",
                 "warm",
                 "words",
-                "add_word",
                 "remove_word",
                 "update_words",
                 "read",
