@@ -197,3 +197,22 @@ def test_the_audio_estimate_leaves_aivisspeech_pause_fields_out() -> None:
                        prePhonemeLength=0.0, postPhonemeLength=0.0)  # fmt: skip
     assert estimated_seconds(query) > 200.0
     assert estimated_seconds(query, pause_fields=False) < 1.0
+
+
+@pytest.mark.server
+def test_aivisspeech_presets_keep_tempo_dynamics(aivis: RunningServer) -> None:
+    style = first_style(aivis)
+    with aivis.client() as http:
+        speaker = http.get("/speakers").json()[0]["speaker_uuid"]
+        preset = {"id": 7, "name": "lively", "speaker_uuid": speaker, "style_id": style,
+                  "speedScale": 1.1, "pitchScale": 0.0, "intonationScale": 1.4,
+                  "volumeScale": 1.0, "prePhonemeLength": 0.1, "postPhonemeLength": 0.1,
+                  "tempoDynamicsScale": 1.6}  # fmt: skip
+        assert http.post("/add_preset", json=preset).json() == 7
+        listed = next(p for p in http.get("/presets").json() if p["id"] == 7)
+        assert listed["tempoDynamicsScale"] == 1.6
+        query = http.post("/audio_query_from_preset", params={"text": "はい。", "preset_id": 7})
+        assert query.json()["tempoDynamicsScale"] == 1.6 and query.json()["speedScale"] == 1.1
+        bad = http.post("/add_preset", json={**preset, "id": 8, "tempoDynamicsScale": 3})
+        assert bad.status_code == 422 and "tempoDynamicsScale" in bad.text
+        http.post("/delete_preset", params={"id": 7})

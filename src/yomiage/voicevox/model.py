@@ -220,6 +220,15 @@ def scale_fields(data: Mapping[str, Any]) -> dict[str, Any]:
     return values
 
 
+def tempo_dynamics(data: Mapping[str, Any]) -> float | None:
+    """AivisSpeech's ``tempoDynamicsScale`` (0-2) where ``data`` has it, else None (a query's
+    and a preset's field alike; VOICEVOX's clients never send it)."""
+    tempo = number_field(data, "tempoDynamicsScale", "", optional=True)
+    if tempo is not None and not 0.0 <= tempo <= 2.0:
+        raise QueryError("tempoDynamicsScale", "must be between 0.0 and 2.0")
+    return None if tempo is None else float(tempo)
+
+
 def parse_audio_query(data: Any) -> AudioQuery:
     """An AudioQuery from a client's JSON; fields missing take VOICEVOX's defaults."""
     if not isinstance(data, Mapping):
@@ -241,9 +250,7 @@ def parse_audio_query(data: Any) -> AudioQuery:
         raise QueryError("kana", "must be a string or null")
     if kana is not None:
         check_string(kana, "kana")
-    tempo = number_field(data, "tempoDynamicsScale", "", optional=True)
-    if tempo is not None and not 0.0 <= tempo <= 2.0:
-        raise QueryError("tempoDynamicsScale", "must be between 0.0 and 2.0")
+    tempo = tempo_dynamics(data)
     known = {"accent_phrases", "pauseLength", "outputSamplingRate", "outputStereo", "kana",
              "tempoDynamicsScale", *SCALE_RANGES}  # fmt: skip
     extra = {k: v for k, v in data.items() if k not in known}

@@ -17,7 +17,7 @@ from typing import Any
 
 from yomiage.atomic import write_atomic
 from yomiage.errors import YomiageError
-from yomiage.voicevox.model import QueryError, scale_fields
+from yomiage.voicevox.model import QueryError, scale_fields, tempo_dynamics
 
 MAX_PRESETS = 1000
 
@@ -36,9 +36,13 @@ class Preset:
     postPhonemeLength: float = 0.1
     pauseLength: float | None = None
     pauseLengthScale: float = 1.0
+    tempoDynamicsScale: float | None = None  # AivisSpeech's field: kept only where sent
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.tempoDynamicsScale is None:
+            del data["tempoDynamicsScale"]  # VOICEVOX's shape, unchanged
+        return data
 
 
 def parse_preset(data: Any) -> Preset:
@@ -53,7 +57,7 @@ def parse_preset(data: Any) -> Preset:
         values[key] = value
     if not 0 < len(values["name"]) <= 200:
         raise QueryError("name", "must be 1-200 characters")
-    values.update(scale_fields(data))
+    values.update(scale_fields(data), tempoDynamicsScale=tempo_dynamics(data))
     return Preset(**values)
 
 
