@@ -4,7 +4,9 @@
 from a spec pickled into another process or onto a Ray node, and a Ray Serve
 replica from its deployment's arguments. All of them go through
 :class:`EngineSpec`, so a flag means the same engine everywhere and a new
-engine setting is added in one place.
+engine setting is added in one place: each field declares its default, its
+flag and its bounds (:func:`~yomiage.settings.setting`), which the command
+line's flags and the Ray app's arguments read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yomiage.limits import Limits
+from yomiage.runtime.placement import DECODER_PRECISIONS
+from yomiage.settings import check, setting
+from yomiage.text.openjtalk import DEFAULT_READING, READINGS
 
 if TYPE_CHECKING:
     from yomiage.engine import TTS
@@ -32,20 +37,44 @@ class EngineSpec:
     :meth:`~yomiage.TTS.load` calls). Picklable: it crosses processes and machines."""
 
     voices: tuple[VoiceSource, ...]
-    device: str = "cpu"
-    bert_source: str | None = None
-    threads: int | None = None
-    bert_precision: str = "q8"
-    decoder_precision: str = "auto"
-    cache_dir: str | None = None
-    offline: bool = False
-    user_dictionary: str | None = None
+    device: str = setting("cpu", "--device", "cpu (ONNX Runtime), cuda or cuda:N (PyTorch)")
+    bert_source: str | None = setting(
+        None, "--bert", "BERT folder or source (default: beside the voice)", metavar="SOURCE"
+    )
+    threads: int | None = setting(
+        None, "--threads", "intra-op threads (default: physical cores)",
+        metavar="N", ge=1, kind=int,
+    )  # fmt: skip
+    bert_precision: str = setting(
+        "q8", "--quantize", "BERT precision on CPU: q8, q4 or none (float32); default %(default)s",
+        choices=tuple(sorted(QUANTIZE)), parse=QUANTIZE.__getitem__,
+    )  # fmt: skip
+    decoder_precision: str = setting(
+        "auto", "--decoder",
+        "decoder precision on CPU: auto (bf16 where the CPU has it natively, else fp32), fp32, "
+        "bf16, or int8 (needs a bundle converted with --decoder int8); default %(default)s",
+        choices=DECODER_PRECISIONS,
+    )  # fmt: skip
+    cache_dir: str | None = setting(
+        None, "--cache-dir", "cache root (default: $YOMIAGE_CACHE)", metavar="DIR"
+    )
+    offline: bool = setting(False, "--offline", "never touch the network (use the cache only)")
+    user_dictionary: str | None = setting(
+        None, "--user-dict", "user dictionary JSON (default: the per-user one of `yomiage dict`)",
+        metavar="PATH",
+    )  # fmt: skip
     limits: Limits | None = None
-    reading: str = "natural"
+    reading: str = setting(
+        DEFAULT_READING, "--reading",
+        "natural: words read as people read them; sbv2: exactly the reading SBV2 voices were "
+        "trained with (default %(default)s)",
+        choices=READINGS,
+    )  # fmt: skip
 
     def __post_init__(self) -> None:
         if not self.voices:
             raise ValueError("an engine needs at least one voice")
+        check(self)  # the declared bounds and choices
 
     @property
     def voice_names(self) -> tuple[str, ...]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from yomiage.engine_spec import QUANTIZE, EngineSpec, VoiceSource, parse_voices
+from yomiage.cli.setting_flags import add_flag
+from yomiage.engine_spec import EngineSpec, VoiceSource, parse_voices
 from yomiage.errors import OptionError
 from yomiage.options import OptionFields, SynthesisOptions
-from yomiage.runtime.placement import DECODER_PRECISIONS
+from yomiage.settings import from_flags
 
 if TYPE_CHECKING:
     from yomiage.engine import TTS
@@ -41,51 +42,14 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None
         + (" (repeat for more; NAME defaults to the last path part)" if many else ""),
     )
     engine = parser.add_argument_group("engine")
-    engine.add_argument(
-        "--bert", metavar="SOURCE", help="BERT folder or source (default: beside the voice)"
-    )
-    engine.add_argument(
-        "--device", default="cpu", help="cpu (ONNX Runtime), cuda or cuda:N (PyTorch)"
-    )
-    engine.add_argument(
-        "--threads", type=int, metavar="N", help="intra-op threads (default: physical cores)"
-    )
-    engine.add_argument(
-        "--quantize",
-        choices=sorted(QUANTIZE),
-        default="q8",
-        help="BERT precision on CPU: q8 (default), q4 or none (float32)",
-    )
-    engine.add_argument(
-        "--decoder",
-        choices=list(DECODER_PRECISIONS),
-        default="auto",
-        help="decoder precision on CPU: auto (bf16 where the CPU has it natively, else "
-        "fp32), fp32, bf16, or int8 (needs a bundle converted with --decoder int8)",
-    )
-    engine.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $YOMIAGE_CACHE)")
-    engine.add_argument(
-        "--offline", action="store_true", help="never touch the network (use the cache only)"
-    )
-    engine.add_argument(
-        "--user-dict",
-        metavar="PATH",
-        help="user dictionary JSON (default: the per-user one of `yomiage dict`)",
-    )
-    add_reading_argument(engine)
+    for name in ("bert_source", "device", "threads", "bert_precision", "decoder_precision",
+                 "cache_dir", "offline", "user_dictionary", "reading"):  # fmt: skip
+        add_flag(engine, EngineSpec, name)
 
 
 def add_reading_argument(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
     """``--reading natural|sbv2`` (the g2p command and every engine)."""
-    from yomiage.text.openjtalk import DEFAULT_READING, READINGS
-
-    parser.add_argument(
-        "--reading",
-        choices=list(READINGS),
-        default=DEFAULT_READING,
-        help="natural (default): words read as people read them; sbv2: exactly the "
-        "reading SBV2 voices were trained with",
-    )
+    add_flag(parser, EngineSpec, "reading")
 
 
 def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
@@ -157,21 +121,17 @@ def voice_sources(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
 def engine_spec(
     args: argparse.Namespace, *, threads: int | None = None, limits: Limits | None = None
 ) -> EngineSpec:
-    """The engine the flags describe (``threads`` overrides ``--threads``)."""
+    """The engine the flags describe (``threads`` overrides ``--threads``); without
+    ``--user-dict``, the per-user dictionary of ``yomiage dict``."""
     from yomiage.text.frontend import default_user_dictionary_path
 
-    return EngineSpec(
+    return from_flags(
+        EngineSpec,
+        vars(args),
         voices=voice_sources(args),
-        device=args.device,
-        bert_source=args.bert,
         threads=threads or args.threads,
-        bert_precision=QUANTIZE[args.quantize],
-        decoder_precision=args.decoder,
-        cache_dir=args.cache_dir,
-        offline=args.offline,
         user_dictionary=str(args.user_dict or default_user_dictionary_path()),
         limits=limits,
-        reading=args.reading,
     )
 
 

@@ -21,9 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.cli.engine_options import voice_sources
 from yomiage.cli.serve_flags import add_serve_arguments
+from yomiage.engine_spec import EngineSpec
+from yomiage.settings import declared, from_flags
 
 if TYPE_CHECKING:
     from yomiage.engine_spec import VoiceSource
+    from yomiage.server.config import ServerConfig
     from yomiage.server.engine.service import LocalService
 
 log = logging.getLogger("yomiage.serve")
@@ -52,16 +55,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     add_serve_arguments(p)
     p.set_defaults(func=run)
-
-
-def _aliases(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        alias, sep, name = pair.partition("=")
-        if not sep or not alias or not name:
-            raise ValueError(f"--voice-alias takes ALIAS=NAME, not {pair!r}")
-        out[alias] = name
-    return out
 
 
 def _is_loopback(host: str) -> bool:
@@ -96,9 +89,27 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-_ENGINE_FLAGS = ("voice", "model", "bert", "device", "threads", "quantize", "decoder",
-                 "cache_dir", "offline", "user_dict", "reading", "max_audio_seconds",
-                 "no_warmup", "models_dir")  # fmt: skip
+# What the worker process needs of the flags: the engine's settings and the voices.
+_ENGINE_FLAGS = (*(how.dest for how in declared(EngineSpec).values()), "voice", "model",
+                 "max_audio_seconds", "no_warmup", "models_dir")  # fmt: skip
+
+
+def server_config(args: argparse.Namespace) -> ServerConfig:
+    """The server settings the flags give (:func:`~yomiage.settings.from_flags`), but for
+    what this command decides itself: the Host names (without ``--allowed-host``, those
+    of a loopback bind, else any), no warm-up in the app (:func:`engine_service` warms
+    before the port opens) and no more connections than the open-file limit allows."""
+    from yomiage.server.config import LOOPBACK_HOSTS, ServerConfig
+    from yomiage.server.runner import connection_cap
+
+    hosts = tuple(args.allowed_host) or (LOOPBACK_HOSTS if _is_loopback(args.host) else ("*",))
+    return from_flags(
+        ServerConfig,
+        vars(args),
+        allowed_hosts=hosts,
+        warmup=False,
+        max_connections=connection_cap(args.max_connections),
+    )
 
 
 def models_dir(args: argparse.Namespace) -> Path | None:
@@ -193,39 +204,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401  (the [server] extra: said before anything loads)
 
-        from yomiage.server import ServerConfig, create_app
-        from yomiage.server.config import LOOPBACK_HOSTS
-        from yomiage.server.runner import Server, connection_cap, uvicorn_config
+        from yomiage.server import create_app
+        from yomiage.server.runner import Server, uvicorn_config
     except ImportError as exc:
         from yomiage.errors import MissingExtraError
 
         raise MissingExtraError("yomiage serve", "server", exc.name or "fastapi") from None
-    hosts = tuple(args.allowed_host) or (LOOPBACK_HOSTS if _is_loopback(args.host) else ("*",))
-    config = ServerConfig(
-        allowed_hosts=hosts,
-        api_key=args.api_key or None,
-        max_input_chars=args.max_chars,
-        max_concurrency=args.max_concurrency,
-        max_queue=args.max_queue,
-        queue_timeout=args.queue_timeout,
-        cors_origins=tuple(args.cors_origin),
-        cors_local_apps=args.cors_local_apps,
-        dict_api=args.dict_api,
-        voice_aliases=_aliases(args.voice_alias),
-        default_voice=args.default_voice,
-        warmup=False,  # done by engine_service before the port opens
-        playground=not args.no_playground,
-        apis=tuple(a.strip() for a in args.api.split(",") if a.strip()),
-        presets_path=Path(args.presets) if args.presets else None,
-        max_audio_seconds=args.max_audio_seconds,
-        header_timeout=args.header_timeout,
-        body_timeout=args.body_timeout,
-        max_connections=connection_cap(args.max_connections),
-        compat=args.compat,
-        models_dir=folder,
-        model_api=args.model_api,
-        max_upload_bytes=int(args.max_upload_mb * (1 << 20)),
-    )
+    config = server_config(args)
     if not _is_loopback(args.host) and config.api_key is None:
         log.warning(
             "listening on %s without an API key: anyone who can reach it may use it "

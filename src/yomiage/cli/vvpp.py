@@ -17,7 +17,9 @@ from pathlib import Path
 
 from yomiage._version import __version__
 from yomiage.cli.engine_options import add_engine_arguments, voice_sources
+from yomiage.cli.setting_flags import add_flag
 from yomiage.errors import YomiageError
+from yomiage.server.config import ServerConfig
 from yomiage.voicevox.vvpp import (
     ENGINE_PORT,
     Launcher,
@@ -57,12 +59,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help=f"the port the editor tries first (default {ENGINE_PORT}; it takes another "
         "free one when that is in use)",
     )
-    p.add_argument(
-        "--compat",
-        choices=["voicevox", "aivisspeech"],
-        default="voicevox",
-        help="whose meanings the engine gives a query's fields (yomiage serve --compat; "
-        "default voicevox, what the VOICEVOX editor's sliders mean)",
+    add_flag(
+        p,
+        ServerConfig,
+        "compat",
+        help="whose meanings the engine gives a query's fields "
+        "(yomiage serve --compat; default %(default)s, what the editor's sliders mean)",
     )
     add_engine_arguments(p, many=True)
     p.set_defaults(func=run)
@@ -174,7 +176,7 @@ def run(args: argparse.Namespace) -> int:
     out = output_path(args.output)
     check_voices(args)
     serve_args = serve_arguments(args)
-    if args.compat != "voicevox":
+    if args.compat != ServerConfig.compat:
         serve_args += ["--compat", args.compat]
     files = package_files(
         launcher(serve_args), version=__version__, port=args.port, licenses=licenses()

@@ -11,13 +11,15 @@ the arguments become the same :class:`~yomiage.EngineSpec` and
 from __future__ import annotations
 
 import os
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from yomiage.engine_spec import QUANTIZE, EngineSpec, parse_voices
+from yomiage.engine_spec import EngineSpec, parse_voices
 from yomiage.limits import Limits
-from yomiage.server.config import APIS, LOOPBACK_HOSTS, ServerConfig
+from yomiage.server.config import ServerConfig, alias_map
+from yomiage.settings import declaration, field_default, flag_default, from_flags, one_of
 
 # How long Serve waits for a replica's own health check before replacing it.
 HEALTH_CHECK_PERIOD_S = 10.0
@@ -30,36 +32,65 @@ def _listed(value: Any) -> Any:
     return value
 
 
+def argument(owner: type, name: str, **override: Any) -> Any:
+    """The argument for ``owner``'s field ``name`` as declared there: its default in the
+    flag's words and units, its bounds, its choices (the schema's ``enum``, checked by
+    :meth:`AppArgs._one_of`). ``override`` holds what the Ray app deliberately does
+    otherwise, as ``Field``'s keywords (and ``choices``)."""
+    how = declaration(owner, name)
+    bounds = {"ge": how.ge, "gt": how.gt, "le": how.le}
+    options: dict[str, Any] = {key: bound for key, bound in bounds.items() if bound is not None}
+    choices = override.pop("choices", how.choices)
+    if choices:
+        options["json_schema_extra"] = {"enum": list(choices)}
+    options.update(override)
+    # a --no-X flag's argument is the field itself (playground=false)
+    own = field_default(owner, name) if how.switch_off else flag_default(owner, name)
+    default = options.pop("default", own)
+    if isinstance(default, Mapping):
+        return Field(default_factory=lambda: dict(default), **options)
+    if isinstance(default, tuple):
+        return Field(default_factory=lambda: list(default), **options)
+    return Field(default, **options)
+
+
 class AppArgs(BaseModel):
-    """Everything ``yomiage.ray:app`` takes (docs/scale.md explains each)."""
+    """Everything ``yomiage.ray:app`` takes (docs/scale.md explains each).
+
+    An argument named after a ``yomiage serve`` flag is that flag's setting, with the
+    default and bounds declared once on :class:`~yomiage.EngineSpec` or
+    :class:`~yomiage.server.ServerConfig`. Where the app differs it says so here:
+    one thread per replica (Serve scales by replicas), the dictionary never written
+    (each replica would keep its own), and in :meth:`server_config`.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     # voices and engine, as `yomiage serve`
     voice: list[str] = Field(default_factory=list)
     model: list[str] = Field(default_factory=list)
-    bert: str | None = None
-    threads: int = Field(1, ge=1, le=256)
-    quantize: Literal["q8", "q4", "none"] = "q8"
-    decoder: Literal["auto", "fp32", "bf16", "int8"] = "auto"
-    reading: Literal["natural", "sbv2"] = "natural"
-    cache_dir: str | None = None
-    offline: bool = False
-    user_dict: str | None = None
+    bert: str | None = argument(EngineSpec, "bert_source")
+    threads: int = argument(EngineSpec, "threads", default=1, le=256)
+    quantize: str = argument(EngineSpec, "bert_precision")
+    decoder: str = argument(EngineSpec, "decoder_precision")
+    reading: str = argument(EngineSpec, "reading")
+    cache_dir: str | None = argument(EngineSpec, "cache_dir")
+    offline: bool = argument(EngineSpec, "offline")
+    user_dict: str | None = argument(EngineSpec, "user_dictionary")
     # requests
-    max_chars: int = Field(4096, ge=1)
-    max_audio_seconds: float = Field(900.0, gt=0)
-    max_concurrency: int = Field(2, ge=1)
-    queue_timeout: float = Field(60.0, gt=0)
-    api_key: str | None = None
-    allowed_host: list[str] = Field(default_factory=lambda: list(LOOPBACK_HOSTS))
-    cors_origin: list[str] = Field(default_factory=list)
-    cors_local_apps: bool = True
-    dict_api: Literal["off", "read"] = "read"
-    api: list[str] = Field(default_factory=lambda: list(APIS))
-    voice_alias: dict[str, str] = Field(default_factory=dict)
-    default_voice: str | None = None
-    playground: bool = True
+    max_chars: int = argument(ServerConfig, "max_input_chars")
+    max_audio_seconds: float = argument(ServerConfig, "max_audio_seconds")
+    max_concurrency: int = argument(ServerConfig, "max_concurrency")
+    queue_timeout: float = argument(ServerConfig, "queue_timeout")
+    api_key: str | None = argument(ServerConfig, "api_key")
+    allowed_host: list[str] = argument(ServerConfig, "allowed_hosts")
+    cors_origin: list[str] = argument(ServerConfig, "cors_origins")
+    cors_local_apps: bool = argument(ServerConfig, "cors_local_apps")
+    dict_api: str = argument(ServerConfig, "dict_api", choices=("off", "read"))
+    api: list[str] = argument(ServerConfig, "apis")
+    voice_alias: dict[str, str] = argument(ServerConfig, "voice_aliases")
+    default_voice: str | None = argument(ServerConfig, "default_voice")
+    playground: bool = argument(ServerConfig, "playground")
     # replicas
     replicas: int | None = Field(None, ge=1)
     min_replicas: int = Field(1, ge=0)
@@ -74,15 +105,17 @@ class AppArgs(BaseModel):
     @field_validator("voice_alias", mode="before")
     @classmethod
     def _aliases(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        out = {}
-        for pair in _listed(value):
-            alias, sep, name = pair.partition("=")
-            if not sep or not alias or not name:
-                raise ValueError(f"voice_alias takes ALIAS=NAME pairs, not {pair!r}")
-            out[alias] = name
-        return out
+        return alias_map(_listed(value)) if isinstance(value, str) else value
+
+    @field_validator("*")
+    @classmethod
+    def _one_of(cls, value: Any, info: ValidationInfo) -> Any:
+        """An argument with choices (its schema's ``enum``) takes one of them."""
+        extra = cls.model_fields[info.field_name or ""].json_schema_extra
+        choices = extra.get("enum") if isinstance(extra, dict) else None
+        if isinstance(choices, list) and value not in choices:
+            raise ValueError(f"{info.field_name} must be {one_of(tuple(choices))}, not {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> AppArgs:
@@ -100,16 +133,10 @@ class AppArgs(BaseModel):
 
     def engine_spec(self) -> EngineSpec:
         """The engine every replica builds (one per replica, ``threads`` intra-op threads)."""
-        return EngineSpec(
+        return from_flags(
+            EngineSpec,
+            self.model_dump(),
             voices=parse_voices(self.voice, self.model),
-            bert_source=self.bert,
-            threads=self.threads,
-            bert_precision=QUANTIZE[self.quantize],
-            decoder_precision=self.decoder,
-            reading=self.reading,
-            cache_dir=self.cache_dir,
-            offline=self.offline,
-            user_dictionary=self.user_dict,
             limits=Limits(max_request_seconds=self.max_audio_seconds),
         )
 
@@ -118,22 +145,14 @@ class AppArgs(BaseModel):
         running, so the app itself skips warm-up; its queue holds only what Serve may
         send it (``max_ongoing_requests``), the rest waits in Serve's queue where any
         replica, a new one included, can take it."""
-        return ServerConfig(
-            api_key=self.api_key or os.environ.get("YOMIAGE_API_KEY") or None,
-            max_input_chars=self.max_chars,
-            max_concurrency=self.max_concurrency,
+        key = declaration(ServerConfig, "api_key").env or ""
+        return from_flags(
+            ServerConfig,
+            self.model_dump(),
+            api_key=self.api_key or os.environ.get(key) or None,
             max_queue=self.max_concurrency,
-            queue_timeout=self.queue_timeout,
-            cors_origins=tuple(self.cors_origin),
-            cors_local_apps=self.cors_local_apps,
-            dict_api=self.dict_api,
-            voice_aliases=dict(self.voice_alias),
-            default_voice=self.default_voice,
             warmup=False,
             playground=self.playground,
-            allowed_hosts=tuple(self.allowed_host),
-            apis=tuple(self.api),
-            max_audio_seconds=self.max_audio_seconds,
         )
 
     def deployment_options(self) -> dict[str, Any]:
