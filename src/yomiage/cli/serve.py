@@ -202,7 +202,8 @@ def run(args: argparse.Namespace) -> int:
     args.models_dir = str(folder) if folder is not None else None
     check_voices(args)
     try:
-        import uvicorn  # noqa: F401  (the [server] extra: said before anything loads)
+        import python_multipart  # noqa: F401  (the [server] extra: said before anything loads)
+        import uvicorn  # noqa: F401
 
         from yomiage.server import create_app
         from yomiage.server.runner import Server, uvicorn_config
