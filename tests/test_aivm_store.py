@@ -521,4 +521,7 @@ def test_install_and_update_from_the_hub(
         state.add_repo("someone/voices", {"v/tiny.aivmx": voices["v2"]})
         assert store.update(UUID).version == "2.0.0"
         assert store.install_from("hf://someone/voices/v/tiny.aivmx").version == "2.0.0"
+        with pytest.raises(InvalidSourceError, match="file itself"):
+            store.install_from("hf://someone/voices/v")  # a whole folder is not fetched
+        assert not list((tmp_path / "cache").rglob("b.aivmx"))  # nothing of the folder fetched
     assert _leftovers(store.root) == []

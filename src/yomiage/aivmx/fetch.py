@@ -256,6 +256,12 @@ def fetch(
         download(url, sink, max_bytes=max_bytes, too_large=too_large, progress=progress)
         return
     remote = not isinstance(parse(source), LocalSource)
+    if remote and not source.rstrip("/").lower().endswith(".aivmx"):
+        raise InvalidSourceError(
+            f"{shown(source)}: name the .aivmx file itself (hf://owner/repo/voice.aivmx); "
+            "an install does not fetch a whole remote folder",
+            source=source,
+        )
     folder = resolve(source, cache_dir=cache_dir, offline=offline, token=token,
                      refresh=remote and not offline_mode(offline))  # fmt: skip
     stem = source.rstrip("/").rsplit("/", 1)[-1]
