@@ -101,8 +101,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "quiet", False):
-        # Downloads and first-use conversions take minutes: say what happens by default.
-        for name in ("yomiage.sources", "yomiage.artifacts"):
+        # Downloads, first-use conversions and voice installs take minutes: say what
+        # happens by default.
+        for name in (
+            "yomiage.sources",
+            "yomiage.artifacts",
+            "yomiage.aivmx",
+            "yomiage.server.voicevox.aivm_routes",
+        ):
             logging.getLogger(name).setLevel(min(level, logging.INFO))
     try:
         return int(args.func(args))

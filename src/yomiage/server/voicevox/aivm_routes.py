@@ -15,7 +15,6 @@ threads of its own, never on the synthesis threads.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -49,7 +48,6 @@ from yomiage.voicevox.aivm_info import aivm_info
 if TYPE_CHECKING:
     from yomiage.server.state import ServerState
 
-log = logging.getLogger(__name__)
 T = TypeVar("T")
 # How a store or loading failure answers: the first matching type wins.
 _STATUS: tuple[tuple[type[BaseException], int], ...] = (
@@ -173,7 +171,7 @@ def add_aivm_routes(app: FastAPI, state: ServerState) -> None:
                     model = await run(lambda: store.install_upload(upload))
                 elif form.url:
                     url = form.url
-                    model = await run(lambda: store.install_from(url, progress=log.info))
+                    model = await run(lambda: store.install_from(url))
                 else:
                     raise VoxError(422, "Either file or url must be provided.")
             await install_and_load(model, fresh=model.uuid not in before)
@@ -206,7 +204,7 @@ def add_aivm_routes(app: FastAPI, state: ServerState) -> None:
         allow_write()
         uuid = request.path_params["aivm_model_uuid"]
         async with changing:
-            model = await run(lambda: store.update(uuid, progress=log.info))
+            model = await run(lambda: store.update(uuid))
             await install_and_load(model, fresh=False)
         return no_content()
 
