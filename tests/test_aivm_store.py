@@ -7,6 +7,7 @@ web downloads are in test_aivm_fetch.py.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -55,6 +56,7 @@ def test_upload_installs_lists_and_gets(tmp_path: Path, voices: dict[str, bytes]
     assert store.get(UUID) == model
     assert store.get(UUID.upper()).path == model.path
     assert leftovers(store.root) == []
+    assert os.name == "nt" or model.path.stat().st_mode & 0o777 == 0o644  # as files users keep
 
 
 def test_listing_is_sorted_by_name_and_skips_unreadable_files(

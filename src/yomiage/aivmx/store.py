@@ -244,6 +244,7 @@ class ModelStore:
         with self._lock:
             target = self._target(key)
             try:
+                os.chmod(upload.path, 0o644)  # mkstemp's partial is private; a voice is not
                 os.replace(upload.path, target)
             except OSError as exc:
                 raise ModelStoreError(
