@@ -13,7 +13,7 @@ import argparse
 
 from yomiage.cli.engine_options import add_engine_arguments
 from yomiage.cli.setting_flags import add_flag
-from yomiage.server.config import COMPAT_PORTS, ServerConfig
+from yomiage.server.config import COMPAT_PORTS, WORKER_CALL_TIMEOUT, ServerConfig
 
 
 def add_serve_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,7 +40,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
     net.add_argument(
         "--worker-timeout",
         type=float,
-        default=60.0,
+        default=WORKER_CALL_TIMEOUT,
         metavar="S",
         help="a worker call may take S seconds plus 1 s per character of its text before the "
         "worker counts as hung and is restarted (default %(default)g)",

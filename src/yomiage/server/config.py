@@ -24,6 +24,9 @@ DictAPI = Literal["off", "read", "write"]
 ModelAPI = Literal["off", "read", "write"]
 DEFAULT_MAX_UPLOAD_BYTES = 1 << 30
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+# A worker call may take this plus 1 s a character before the worker counts as hung
+# (server/engine/liveness.py; `yomiage serve --worker-timeout`).
+WORKER_CALL_TIMEOUT = 60.0
 # Routes whose body is streamed to disk under their own limits, not read whole by the guard.
 STREAMED_BODY_PATHS = frozenset({"/aivm_models/install"})
 # OpenAI's voice names; unless aliased, each means the default voice.

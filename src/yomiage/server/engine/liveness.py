@@ -26,13 +26,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from yomiage.engine import WARMUP_TEXT
+from yomiage.server.config import WORKER_CALL_TIMEOUT
 
 
 @dataclass(frozen=True)
 class Liveness:
     """The worker's deadlines (see the module docstring); seconds."""
 
-    call_timeout: float = 60.0
+    call_timeout: float = WORKER_CALL_TIMEOUT
     per_unit: float = 1.0
     heartbeat_interval: float = 1.0
     heartbeat_timeout: float = 5.0
