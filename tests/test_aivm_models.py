@@ -154,6 +154,11 @@ def test_bad_installs_leave_nothing_behind(server: RunningServer) -> None:
         neither = http.post("/aivm_models/install", files={"other": (None, "x")})
         assert neither.status_code == 422
         assert http.post("/aivm_models/install", json={"url": "x"}).status_code == 422
+        # A form of many parts or big fields is refused as it arrives, never kept.
+        parts = {f"f{i}": (None, "x") for i in range(40)}
+        assert http.post("/aivm_models/install", files=parts).status_code == 422
+        big = {f"f{i}": (None, "x" * 4000) for i in range(4)}
+        assert http.post("/aivm_models/install", files=big).status_code == 422
         missing = http.post("/aivm_models/install", data={"url": "/no/such/voice.aivmx"})
         assert missing.status_code == 422, missing.text
         assert http.get("/aivm_models").json() == {}

@@ -151,30 +151,31 @@ def add_aivm_routes(app: FastAPI, state: ServerState) -> None:
     @route("POST", "/aivm_models/install")
     async def install(request: Request) -> Response:
         allow_write()
-        async with changing:
-            before = set(await run(store.installed))
-            with store.receive() as upload:
-                try:
-                    form = await read_install_form(
-                        request.receive, request.headers.get("content-type", ""), upload,
-                        idle_timeout=config.body_timeout,
-                    )  # fmt: skip
-                except (FormError, UploadTooLargeError) as exc:
-                    raise VoxError(413 if isinstance(exc, UploadTooLargeError) else 422,
-                                   str(exc)) from None  # fmt: skip
-                except TimeoutError:
-                    stalled = f"the upload stalled for {config.body_timeout:g} s"
-                    raise VoxError(408, stalled) from None
-                except ClientGone:
-                    raise VoxError(400, "the client left before the upload ended") from None
+        with store.receive() as upload:
+            # Received before the lock: a slow upload holds back no other change.
+            try:
+                form = await read_install_form(
+                    request.receive, request.headers.get("content-type", ""), upload,
+                    idle_timeout=config.body_timeout,
+                )  # fmt: skip
+            except (FormError, UploadTooLargeError) as exc:
+                raise VoxError(413 if isinstance(exc, UploadTooLargeError) else 422,
+                               str(exc)) from None  # fmt: skip
+            except TimeoutError:
+                stalled = f"the upload stalled for {config.body_timeout:g} s"
+                raise VoxError(408, stalled) from None
+            except ClientGone:
+                raise VoxError(400, "the client left before the upload ended") from None
+            if not form.has_file and not form.url:
+                raise VoxError(422, "Either file or url must be provided.")
+            async with changing:
+                before = set(await run(store.installed))
                 if form.has_file:
                     model = await run(lambda: store.install_upload(upload))
-                elif form.url:
-                    url = form.url
-                    model = await run(lambda: store.install_from(url))
                 else:
-                    raise VoxError(422, "Either file or url must be provided.")
-            await install_and_load(model, fresh=model.uuid not in before)
+                    url = form.url or ""
+                    model = await run(lambda: store.install_from(url))
+                await install_and_load(model, fresh=model.uuid not in before)
         return no_content()
 
     @route("POST", "/aivm_models/{aivm_model_uuid}/load")

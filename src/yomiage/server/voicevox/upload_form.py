@@ -26,7 +26,8 @@ from yomiage.server.request_body import ClientGone
 
 FILE_FIELD = "file"
 URL_FIELD = "url"
-MAX_FIELD_BYTES = 8192  # a URL, or any other small field
+MAX_FIELD_BYTES = 8192  # a URL, or all the other small fields together
+MAX_PARTS = 16  # the form has two fields; a client may add a few of its own
 
 
 class FormError(ValueError):
@@ -102,9 +103,14 @@ class _Parts:
         self.file_bytes: list[bytes] = []
         self.has_file = False
         self.fields: dict[str, bytearray] = {}
+        self.parts = 0
+        self.field_bytes = 0
 
     def on_part_begin(self) -> None:
         self.name = None
+        self.parts += 1
+        if self.parts > MAX_PARTS:
+            raise FormError(f"the form has more than {MAX_PARTS} parts")
 
     def on_header_field(self, data: bytes, start: int, end: int) -> None:
         self.header_field += data[start:end]
@@ -123,10 +129,10 @@ class _Parts:
             self.has_file = True
             self.file_bytes.append(data[start:end])
             return
-        value = self.fields.setdefault(self.name or "", bytearray())
-        value += data[start:end]
-        if len(value) > MAX_FIELD_BYTES:
-            raise FormError(f"form field {self.name!r} exceeds {MAX_FIELD_BYTES} bytes")
+        self.field_bytes += end - start
+        if self.field_bytes > MAX_FIELD_BYTES:  # all of them: a field per part adds up too
+            raise FormError(f"the form's fields besides the file exceed {MAX_FIELD_BYTES} bytes")
+        self.fields.setdefault(self.name or "", bytearray()).extend(data[start:end])
 
 
 async def _multipart(
