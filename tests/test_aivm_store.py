@@ -21,6 +21,7 @@ from tests.aivm_files import (
     records,
     sha,
     upload_to,
+    variant,
     voice_files,
 )
 from yomiage.aivmx.reader import AivmxError
@@ -286,3 +287,14 @@ def test_unknown_uuid(tmp_path: Path, uuid: str) -> None:
         with pytest.raises(ModelNotInstalledError) as caught:
             call(uuid)
         assert len(str(caught.value)) < 150
+
+
+def test_a_manifest_holding_nan_is_refused_and_never_listed(tmp_path: Path) -> None:
+    """Python's JSON parser takes NaN, which no JSON answer can carry: such a voice would
+    have failed every listing of the server's models."""
+    store = ModelStore(tmp_path / "models")
+    crafted = variant(training_epochs=float("nan"))  # type: ignore[arg-type]
+    with pytest.raises(AivmxError, match="NaN"):
+        upload_to(store, crafted)
+    (store.root / "copied.aivmx").write_bytes(crafted)
+    assert store.installed() == {}

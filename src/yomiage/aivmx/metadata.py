@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 METADATA_PROPS = 14  # ModelProto.metadata_props
 MAX_ENTRY_BYTES = 64 << 20  # a metadata entry (style vectors in base64 are ~1 MB)
@@ -50,10 +50,20 @@ def read_metadata(path: Path) -> dict[str, str]:
         return props
 
 
+def strict_json(text: str) -> Any:
+    """``text`` parsed as JSON proper: Python's parser also takes ``NaN`` and ``Infinity``,
+    which no JSON answer can carry (a manifest holding one would fail every listing)."""
+
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON value")
+
+    return json.loads(text, parse_constant=refuse)
+
+
 def manifest_name(path: Path) -> str | None:
     """The ``name`` in an AIVMX file's manifest; None where it cannot be read."""
     try:
-        manifest = json.loads(read_metadata(path).get("aivm_manifest", "null"))
+        manifest = strict_json(read_metadata(path).get("aivm_manifest", "null"))
     except (OSError, ValueError):
         return None
     name = manifest.get("name") if isinstance(manifest, dict) else None

@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import binascii
 import io
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.aivmx.metadata import strict_json
 from yomiage.errors import ModelLoadError
 from yomiage.sbv2.config import STYLE_DIM, VoiceConfig, parse_config
 
@@ -144,7 +144,7 @@ def read_aivmx(path: Path | str) -> AivmxFile:
 
 def _json(text: str, path: Path, key: str) -> Any:
     try:
-        return json.loads(text)
+        return strict_json(text)
     except RecursionError:
         raise AivmxError(f"{path}: {key} is not valid JSON: nested too deeply") from None
     except ValueError as exc:

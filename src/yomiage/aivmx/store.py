@@ -36,7 +36,7 @@ from types import MappingProxyType
 from typing import Any
 
 from yomiage.aivmx.fetch import Progress, fetch, recorded_source, shown
-from yomiage.aivmx.metadata import read_metadata
+from yomiage.aivmx.metadata import read_metadata, strict_json
 from yomiage.aivmx.reader import AivmxError, read_aivmx
 from yomiage.aivmx.upload import (
     ModelNotInstalledError,
@@ -330,7 +330,7 @@ class ModelStore:
 def _describe(path: Path, size: int) -> InstalledModel | None:
     """The voice in ``path`` from its metadata only; None (and a warning) if unreadable."""
     try:
-        manifest = json.loads(read_metadata(path).get("aivm_manifest", "null"))
+        manifest = strict_json(read_metadata(path).get("aivm_manifest", "null"))
     except (OSError, ValueError, RecursionError) as exc:
         log.warning("skipping %s: not a readable AIVMX file (%s)", path, exc)
         return None
