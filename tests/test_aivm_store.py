@@ -6,15 +6,18 @@ web downloads are in test_aivm_fetch.py.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import onnx
 import pytest
 
 from tests.aivm_files import (
+    AIVMX,
     OTHER_UUID,
     UUID,
     leftovers,
@@ -297,4 +300,15 @@ def test_a_manifest_holding_nan_is_refused_and_never_listed(tmp_path: Path) -> N
     with pytest.raises(AivmxError, match="NaN"):
         upload_to(store, crafted)
     (store.root / "copied.aivmx").write_bytes(crafted)
+    assert store.installed() == {}
+
+
+def test_a_manifest_holding_a_lone_surrogate_is_refused(tmp_path: Path) -> None:
+    store = ModelStore(tmp_path / "models")
+    model = onnx.load(str(AIVMX))
+    for prop in model.metadata_props:
+        if prop.key == "aivm_manifest":  # the escape survives in the JSON text, as in a file
+            prop.value = json.dumps({**json.loads(prop.value), "name": "\ud800"})
+    with pytest.raises(AivmxError, match="surrogate"):
+        upload_to(store, model.SerializeToString())
     assert store.installed() == {}

@@ -51,13 +51,32 @@ def read_metadata(path: Path) -> dict[str, str]:
 
 
 def strict_json(text: str) -> Any:
-    """``text`` parsed as JSON proper: Python's parser also takes ``NaN`` and ``Infinity``,
-    which no JSON answer can carry (a manifest holding one would fail every listing)."""
+    """``text`` parsed as JSON that can be sent on: Python's parser also takes ``NaN``,
+    ``Infinity`` and escaped lone surrogates (``"\\ud800"``), which no UTF-8 JSON answer
+    can carry (a manifest holding one would fail every listing)."""
 
     def refuse(constant: str) -> Any:
         raise ValueError(f"{constant} is not a JSON value")
 
-    return json.loads(text, parse_constant=refuse)
+    value = json.loads(text, parse_constant=refuse)
+    _check_strings(value)
+    return value
+
+
+def _check_strings(value: Any) -> None:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")  # at C speed: icons and samples are megabytes of base64
+            except UnicodeEncodeError:
+                raise ValueError("a string holds a lone surrogate (not UTF-8)") from None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def manifest_name(path: Path) -> str | None:
