@@ -296,3 +296,32 @@ def test_install_is_guarded_like_every_write(engine: TTS, tmp_path: Path) -> Non
         assert answer.startswith("HTTP/1.1 408"), answer[:200]
         assert _leftovers(running) == []
         assert http.get("/aivm_models", headers=key).json() == {}
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("multipart/form-data; boundary=" + "b" * 5000, b"--b\r\n"),
+        ("multipart/form-data", b"--x\r\n\r\n--x--\r\n"),
+        ("multipart/form-data; boundary=x", b"\x00\xff" * 500),
+        ("multipart/form-data; boundary=x", b'--x\r\nContent-Disposition: form-data; name="file"'),
+        ("multipart/form-data; boundary=x", b"--x\r\nno colon here\r\n\r\nv\r\n--x--\r\n"),
+        (
+            "multipart/form-data; boundary=x",
+            b'--x\r\nContent-Disposition: form-data; name="url"\r\n\r\n\xff\xfe\r\n--x--\r\n',
+        ),
+        ("application/x-www-form-urlencoded", b"url=%ff%fe&url=" + b"a" * 100),
+        ("application/x-www-form-urlencoded", b"%%%%"),
+        ("text/plain", b"hello"),
+        ("", b"x"),
+    ],
+)
+def test_malformed_install_forms_are_4xx(
+    server: RunningServer, content_type: str, body: bytes
+) -> None:
+    with server.client() as http:
+        answer = http.post("/aivm_models/install", content=body,
+                           headers={"Content-Type": content_type} if content_type else {})  # fmt: skip
+        assert 400 <= answer.status_code < 500, answer.text
+        assert "detail" in answer.json()
+    assert _leftovers(server) == []

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import parse_qs
 
-from python_multipart.exceptions import MultipartParseError
+from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.types import Message, Receive
 
@@ -142,18 +142,21 @@ async def _multipart(
     callbacks = {name: getattr(parts, name) for name in (
         "on_part_begin", "on_header_field", "on_header_value", "on_header_end", "on_part_data",
     )}  # fmt: skip
-    parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+    try:
+        parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
+    except FormParserError as exc:  # a boundary longer than the parser takes
+        raise FormError(f"the multipart body's boundary is refused: {exc}") from None
     async for chunk in _chunks(receive, idle_timeout):
         try:
             parser.write(chunk)
-        except MultipartParseError as exc:
+        except FormParserError as exc:
             raise FormError(f"the multipart body is malformed: {exc}") from None
         if parts.file_bytes:
             data, parts.file_bytes = b"".join(parts.file_bytes), []
             await asyncio.to_thread(sink.write, data)
     try:
         parser.finalize()
-    except MultipartParseError as exc:
+    except FormParserError as exc:
         raise FormError(f"the multipart body is malformed: {exc}") from None
     url = parts.fields.get(URL_FIELD)
     return InstallForm(bytes(url).decode("utf-8", "replace").strip() if url else None,
