@@ -216,3 +216,23 @@ def test_aivisspeech_presets_keep_tempo_dynamics(aivis: RunningServer) -> None:
         bad = http.post("/add_preset", json={**preset, "id": 8, "tempoDynamicsScale": 3})
         assert bad.status_code == 422 and "tempoDynamicsScale" in bad.text
         http.post("/delete_preset", params={"id": 7})
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("mark", ["…", "、", "！", "x", ""])
+def test_edited_queries_with_any_pause_mark_synthesize(
+    aivis: RunningServer, vox: RunningServer, mark: str
+) -> None:
+    """A mark BERT reads as several tokens ("…" is "...") once failed the edited reading
+    with a 500; any mark, as a pause mora or as AivisSpeech's pau mora, is read."""
+    pau = {"text": mark, "consonant": None, "consonant_length": None, "vowel": "pau",
+           "vowel_length": 0.2, "pitch": 0.0}  # fmt: skip
+    for server in (aivis, vox):
+        query = audio_query(server, first_style(server), "元気です。今日は。")
+        query["kana"] = ""  # edited: the moras are read
+        first, last = query["accent_phrases"][0], query["accent_phrases"][-1]
+        last["moras"].append(pau)  # AivisSpeech's shape
+        first["pause_mora"] = pau | {"text": mark or "、"}  # VOICEVOX's
+        with server.client() as http:
+            made = http.post("/synthesis", params={"speaker": first_style(server)}, json=query)
+        assert made.status_code == 200, made.text

@@ -26,6 +26,8 @@ PITCH_LOW = 5.6  # about 270 Hz
 _MARK_OF = {".": "。", "!": "！", "?": "？", "…": "…"}
 _PHONE_OF_MARK = {"。": ".", "．": ".", "！": "!", "？": "?", "…": "…", "、": ",", "，": ",",
                   ".": ".", "!": "!", "?": "?", ",": ","}  # fmt: skip
+# What BERT reads for a mark: one token each ("…" is three to its tokenizer, as "...").
+_BERT_CHAR = {"…": "."}
 SENTENCE_MARKS = frozenset({"。", "！", "？", "…", "．", ".", "!", "?"})
 
 
@@ -206,7 +208,7 @@ def reading_of(phrases: Sequence[AccentPhrase], where: str = "accent_phrases") -
             mark = _PHONE_OF_MARK.get(phrase.pause_mora.text, ",")
             phones.append(mark)
             tones.append(0)
-            chars.append(mark)
+            chars.append(_BERT_CHAR.get(mark, mark))
             word2ph.append(1)
     if phones[-1] not in PUNCTUATION_SET:
         mark = "?" if phrases and phrases[-1].is_interrogative else "."
