@@ -24,7 +24,9 @@ pytestmark = pytest.mark.ray
 TINY = str(TEST_VOICES / "tiny")
 SPEC = BatchSpec(EngineSpec(voices=(("tiny", TINY),), threads=1), options={"seed": 7})
 SHORT = "こんにちは。"
-LONG = "今日はいい天気ですね。散歩に行きましょう。" * 4
+# Long enough that it is still being made when the short item is done, even on a busy
+# machine (at 4 repeats it once finished first under CI load, and nothing was retried).
+LONG = "今日はいい天気ですね。散歩に行きましょう。" * 16
 
 
 @pytest.fixture(scope="module")
