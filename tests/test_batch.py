@@ -525,3 +525,25 @@ def test_a_worker_without_prctl_still_dies_with_its_parent(tmp_path: Path) -> No
     finally:
         for left in _alive(child):  # only the test's own child, never a reused pid
             os.kill(left, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    ("output", "jobs"),
+    [("out/", 1), ("out", 1), ("./out/", 1), ("../x/out", 1), ("out/", 2)],
+)
+def test_batch_with_a_relative_output_folder_writes_the_audio(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, output: str, jobs: int
+) -> None:
+    """Issue 31, 15: with a relative ``-o`` (the README's ``-o audio/``), each item was
+    made, then its finished file was swept as a "leftover" (a relative glob compared
+    with the worker's absolute path) and the rename failed: "0 made, N failed"."""
+    cwd = tmp_path / "x"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    texts = [_write(cwd / f"ch{n}.txt", "こんにちは。") for n in range(jobs)]
+    args = ["batch", *(t.name for t in texts), "--model", TINY, "-o", output, "--threads", "1"]
+    assert main([*args, "--jobs", str(jobs), "--retries", "0"]) == 0
+    folder = (cwd / output).resolve()
+    assert sorted(p.name for p in folder.glob("*.wav")) == [f"ch{n}.wav" for n in range(jobs)]
+    assert all(len(_samples(folder / f"ch{n}.wav")) > 0 for n in range(jobs))
+    assert not list(folder.glob(".ch*"))  # no temporary file left beside them

@@ -35,8 +35,12 @@ class Made:
 
 
 class OutputFolder:
+    """The job's output folder, held as an absolute path: workers write their temporary
+    files into it (``mkstemp`` names them absolutely) and :meth:`write` tells its own
+    file from a leftover by comparing paths, so a relative ``-o`` must not reach them."""
+
     def __init__(self, root: Path | str, fmt: str) -> None:
-        self.root = Path(root)
+        self.root = Path(root).resolve()
         self.fmt = fmt
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / RECORDS).mkdir(exist_ok=True)
