@@ -22,6 +22,11 @@ class MetadataError(ValueError):
     """The file is not a protobuf message of the shape an ONNX model has."""
 
 
+class EntryTooLargeError(MetadataError):
+    """A metadata entry passes :data:`MAX_ENTRY_BYTES`: such a file is never listed, so
+    nothing may install or load it either (:func:`~yomiage.aivmx.reader.read_aivmx`)."""
+
+
 def read_metadata(path: Path) -> dict[str, str]:
     """``metadata_props`` of the ONNX model at ``path`` (MetadataError if damaged)."""
     with path.open("rb") as stream:
@@ -42,7 +47,10 @@ def read_metadata(path: Path) -> dict[str, str]:
                     stream.seek(length, 1)
                     continue
                 if length > MAX_ENTRY_BYTES:
-                    raise MetadataError(f"a metadata entry of {length} bytes")
+                    raise EntryTooLargeError(
+                        f"a metadata entry of {length:,} bytes; an AIVMX file's entries may "
+                        f"hold at most {MAX_ENTRY_BYTES:,} bytes ({MAX_ENTRY_BYTES >> 20} MiB)"
+                    )
                 key, value = _entry(stream.read(length))
                 props[key] = value
             else:

@@ -24,7 +24,7 @@ from typing import Any, TypeGuard
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.aivmx.metadata import strict_json
+from yomiage.aivmx.metadata import EntryTooLargeError, MetadataError, read_metadata, strict_json
 from yomiage.errors import ModelLoadError
 from yomiage.sbv2.config import STYLE_DIM, VoiceConfig, parse_config
 
@@ -85,6 +85,12 @@ def read_aivmx(path: Path | str) -> AivmxFile:
     from google.protobuf.message import DecodeError
 
     path = Path(path)
+    try:  # first what a listing reads, without the graph: an entry it refuses is refused here
+        read_metadata(path)
+    except EntryTooLargeError as exc:
+        raise AivmxError(f"{path}: {exc}") from None
+    except (MetadataError, OSError):
+        pass  # the whole parse below says what is wrong, in onnx's words
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -10,9 +10,13 @@ copied into ``root`` by hand, under any name, are voices too.
 Nothing is lost or corrupted: new bytes go to a hidden partial file in ``root``,
 are checked as a whole AIVMX file (:func:`~yomiage.aivmx.reader.read_aivmx`), and
 only then renamed over ``<uuid>.aivmx`` (or over the file a voice of that uuid
-already has). A failed, cut, too large or invalid transfer leaves the installed
-file as it was and no partial behind. Where each voice came from is recorded in
-``sources.json`` (written atomically).
+already has), the old file kept aside (``.replaced-<name>``) until the caller's
+``check`` (a server loads the voice) has passed and the source is recorded. Any
+failure on the way, of any type, puts the old file and record back (or removes
+the new voice), so a failed, cut, too large, invalid or unloadable file leaves
+the folder as it was. Where each voice came from is recorded in
+``sources.json`` (written atomically); one that cannot be read is never
+overwritten: changes that would rewrite it are refused until it is fixed.
 
 One :class:`ModelStore` is safe to use from many threads (a server's workers);
 two processes sharing one folder are not coordinated.
@@ -24,11 +28,12 @@ import hashlib
 import json
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,10 +61,14 @@ __all__ = [
 SUFFIX = ".aivmx"
 SOURCES_FILE = "sources.json"
 PARTIAL_PREFIX, PARTIAL_SUFFIX = ".upload-", ".partial"
+REPLACED_PREFIX = ".replaced-"  # the old file of a voice being replaced, until the change ends
 STALE_PARTIAL_S = 3600.0  # a partial untouched this long was left by a server that died
 HASH_CHUNK = 1 << 20
 
 log = logging.getLogger(__name__)
+# What a caller checks of a new file once it is in place (a server loads it); raising
+# anything undoes the install.
+Check = Callable[["InstalledModel"], None]
 
 
 @dataclass(frozen=True)
@@ -109,6 +118,7 @@ class ModelStore:
                 f"cannot create the model folder {self.root}: {exc.strerror or exc}"
             ) from exc
         self._remove_stale_partials()
+        self._restore_cut_replacements()
 
     # -- listing ---------------------------------------------------------------
 
@@ -170,12 +180,16 @@ class ModelStore:
             if not upload.installed:
                 upload.path.unlink(missing_ok=True)
 
-    def install_upload(self, upload: Upload) -> InstalledModel:
+    def install_upload(self, upload: Upload, check: Check | None = None) -> InstalledModel:
         """Check the received file and install it (replacing the voice of the same uuid);
-        its source is recorded as none. AivmxError if it is not a usable AIVMX voice."""
-        return self._install(upload, None, "the uploaded file")
+        its source is recorded as none. AivmxError if it is not a usable AIVMX voice.
+        ``check`` runs once the new file is in place; whatever it raises, the install is
+        undone (the old file and record put back) and the error raised."""
+        return self._install(upload, None, "the uploaded file", check=check)
 
-    def install_from(self, source: str, progress: Progress | None = None) -> InstalledModel:
+    def install_from(
+        self, source: str, progress: Progress | None = None, check: Check | None = None
+    ) -> InstalledModel:
         """Fetch ``source`` and install it as :meth:`install_upload` does, recording the
         source for :meth:`update`. A web address is downloaded directly (an AivisHub
         model page from its download address); anything else goes through
@@ -184,9 +198,11 @@ class ModelStore:
         recorded = recorded_source(source)
         with self.receive() as upload:
             self._fetch(recorded, upload, progress)
-            return self._install(upload, recorded, f"the file from {shown(source)}")
+            return self._install(upload, recorded, f"the file from {shown(source)}", check=check)
 
-    def update(self, uuid: str, progress: Progress | None = None) -> InstalledModel:
+    def update(
+        self, uuid: str, progress: Progress | None = None, check: Check | None = None
+    ) -> InstalledModel:
         """Fetch voice ``uuid`` again from its recorded source and install it in place.
         NoUpdateError if it has no source (an upload) or the source holds the same file."""
         model = self.get(uuid)
@@ -201,14 +217,19 @@ class ModelStore:
                 raise NoUpdateError(
                     f"model {model.uuid} is up to date: {shown(model.source)} holds the same file"
                 )
-            return self._install(
-                upload, model.source, f"the file from {shown(model.source)}", expect=model.uuid
-            )
+            return self._install(upload, model.source, f"the file from {shown(model.source)}",
+                                 expect=model.uuid, check=check)  # fmt: skip
 
     def uninstall(self, uuid: str) -> InstalledModel:
-        """Delete voice ``uuid``'s file and its recorded source; returns what was removed."""
+        """Delete voice ``uuid``'s file and its recorded source; returns what was removed.
+        A ``<uuid>.aivmx`` whose metadata cannot be read (so it is never listed) is
+        removed too: whatever it holds, nothing else can take it out of the folder."""
         with self._lock:
-            model = self.get(uuid)
+            try:
+                model = self.get(uuid)
+            except ModelNotInstalledError:
+                model = self._unlisted(uuid)
+            self._sources(strict=True)  # a record that cannot be rewritten: refuse first
             try:
                 model.path.unlink()
             except FileNotFoundError:
@@ -227,8 +248,9 @@ class ModelStore:
               cache_dir=self.cache_dir, offline=self.offline, token=self.token)  # fmt: skip
 
     def _install(
-        self, upload: Upload, source: str | None, what: str, expect: str | None = None
-    ) -> InstalledModel:
+        self, upload: Upload, source: str | None, what: str, expect: str | None = None,
+        check: Check | None = None,
+    ) -> InstalledModel:  # fmt: skip
         upload.close()
         try:
             checked = read_aivmx(upload.path)
@@ -243,20 +265,68 @@ class ModelStore:
             )
         with self._lock:
             target = self._target(key)
+            self._sources(strict=True)  # a record that cannot be rewritten: refuse first
+            kept = self._keep_aside(target)
             try:
-                os.chmod(upload.path, 0o644)  # mkstemp's partial is private; a voice is not
-                os.replace(upload.path, target)
-            except OSError as exc:
-                raise ModelStoreError(
-                    f"cannot install into {target}: {exc.strerror or exc}"
-                ) from exc
-            upload.installed = True
-            self._record(key, source)
-            model = _describe(target, target.stat().st_size)
-        if model is None:  # read_aivmx accepted it, so the metadata is there
-            raise ModelStoreError(f"{target} was installed but cannot be read back")
+                try:
+                    os.chmod(upload.path, 0o644)  # mkstemp's partial is private; a voice is not
+                    os.replace(upload.path, target)
+                except OSError as exc:
+                    raise ModelStoreError(
+                        f"cannot install into {target}: {exc.strerror or exc}"
+                    ) from exc
+                upload.installed = True
+                model = _describe(target, target.stat().st_size)
+                if model is None:  # read_aivmx accepted it, so the metadata is there
+                    raise ModelStoreError(f"{target} was installed but cannot be read back")
+                model = _with_source(model, source)
+                if check is not None:
+                    check(model)
+                self._record(key, source)
+            except BaseException:
+                self._put_back(target, kept)
+                raise
+            if kept is not None:
+                kept.unlink(missing_ok=True)
         log.info("installed model %s (%s) as %s", key, model.name, target.name)
-        return _with_source(model, source)
+        return model
+
+    def _keep_aside(self, target: Path) -> Path | None:
+        """A second name for the file at ``target`` (None if there is none), so that it can
+        be put back whatever happens to ``target``. A hard link: no copy of a big file."""
+        if not target.exists():
+            return None
+        kept = target.with_name(f"{REPLACED_PREFIX}{target.name}")
+        try:
+            kept.unlink(missing_ok=True)
+            try:
+                os.link(target, kept)
+            except OSError:  # a file system without hard links
+                shutil.copy2(target, kept)
+        except OSError as exc:
+            kept.unlink(missing_ok=True)
+            raise ModelStoreError(
+                f"cannot keep {target.name} aside while it is replaced: {exc.strerror or exc}"
+            ) from exc
+        return kept
+
+    def _put_back(self, target: Path, kept: Path | None) -> None:
+        """Undo an install: the kept old file back at ``target``, or the new one removed."""
+        try:
+            if kept is not None:
+                os.replace(kept, target)
+            else:
+                target.unlink(missing_ok=True)
+        except OSError as exc:  # the first error is the one to raise; this one is logged
+            log.error("could not undo the install into %s: %s", target, exc)
+
+    def _unlisted(self, uuid: str) -> InstalledModel:
+        """The unreadable file named ``<uuid>.aivmx``, as a model with no manifest."""
+        key = _canonical_uuid(uuid)
+        path = self.root / f"{key}{SUFFIX}"
+        if key is None or not path.is_file():
+            raise ModelNotInstalledError(f"model {shown(uuid)} is not installed")
+        return InstalledModel(key, "", "", path, path.stat().st_size, MappingProxyType({}), None)
 
     def _target(self, uuid: str) -> Path:
         """Where voice ``uuid`` goes: over its file if installed, else ``<uuid>.aivmx``
@@ -281,17 +351,25 @@ class ModelStore:
             if path.suffix.lower() == SUFFIX and not path.name.startswith(".") and path.is_file():
                 yield path
 
-    def _sources(self) -> dict[str, str]:
+    def _sources(self, *, strict: bool = False) -> dict[str, str]:
+        """The recorded sources by uuid. A file that cannot be read is logged and taken as
+        none, unless ``strict`` (before it is rewritten): then ModelStoreError, since
+        writing it would drop every other voice's record."""
         path = self.root / SOURCES_FILE
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            models = data.get("models") if isinstance(data, dict) else None
+            if not isinstance(models, dict):
+                raise ValueError('no "models" object')
         except FileNotFoundError:
             return {}
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
+            if strict:
+                raise ModelStoreError(
+                    f"{path} cannot be read ({exc}), and changing the models would overwrite "
+                    "the sources it records; fix or move it, then try again"
+                ) from None
             log.warning("%s cannot be read (%s); the models' sources are unknown", path, exc)
-            return {}
-        models = data.get("models") if isinstance(data, dict) else None
-        if not isinstance(models, dict):
             return {}
         return {
             key: entry["source"]
@@ -301,7 +379,7 @@ class ModelStore:
 
     def _record(self, uuid: str, source: str | None) -> None:
         """Set (or with None remove) the recorded source of ``uuid``; under the lock."""
-        sources = self._sources()
+        sources = self._sources(strict=True)
         if sources.get(uuid) == source:
             return
         if source is None:
@@ -316,6 +394,20 @@ class ModelStore:
                 f"model {uuid}: the file is in place but its source could not be recorded "
                 f"in {self.root / SOURCES_FILE}: {exc.strerror or exc}"
             ) from exc
+
+    def _restore_cut_replacements(self) -> None:
+        """Put back the old file of a replacement that a server did not live to finish (a
+        crash while it checked the new one). Only after the partials' stale age, since
+        another process may be in the middle of one (the link's ctime is its own)."""
+        cutoff = time.time() - STALE_PARTIAL_S
+        for kept in self.root.glob(f"{REPLACED_PREFIX}*{SUFFIX}"):
+            try:
+                if kept.stat().st_ctime < cutoff:
+                    os.replace(kept, self.root / kept.name[len(REPLACED_PREFIX) :])
+                    log.warning("restored %s: a replacement of it was cut off",
+                                kept.name[len(REPLACED_PREFIX) :])  # fmt: skip
+            except OSError:
+                pass
 
     def _remove_stale_partials(self) -> None:
         cutoff = time.time() - STALE_PARTIAL_S

@@ -214,6 +214,8 @@ def add_aivm_routes(app: FastAPI, state: ServerState) -> None:
         allow_write()
         uuid = request.path_params["aivm_model_uuid"]
         async with changing:
-            await unload_installed(uuid)
+            name = loaded_as(uuid)  # not unload_installed: an unreadable file goes too
+            if name is not None:
+                await unload(name)
             await run(lambda: store.uninstall(uuid))
         return no_content()
