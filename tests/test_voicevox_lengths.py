@@ -102,10 +102,18 @@ def test_all_zero_lengths_as_aivisspeech_sends_them_are_not_read(server: Running
 
 def test_a_stretched_vowel_counts_in_full_against_the_audio_limit(server: RunningServer) -> None:
     """Lengths are read as set now, so the estimate counts them as set (no 1 s cap)."""
+    from yomiage.voicevox.model import MAX_MORA_SECONDS
+
     speaker = first_style(server)
     with server.client() as http:
-        query = audio_query(server, speaker, "はい。")
-        query["accent_phrases"][0]["moras"][0]["vowel_length"] = 5000.0
+        # 99 moras at the longest a mora may be: past the 900 s a request may make
+        query = audio_query(server, speaker, "ありがとうございます。" * 9)
+        for phrase in query["accent_phrases"]:
+            for mora in phrase["moras"]:
+                mora["vowel_length"] = MAX_MORA_SECONDS
         refused = http.post("/synthesis", params={"speaker": speaker}, json=query)
+        query["accent_phrases"][0]["moras"][0]["vowel_length"] = MAX_MORA_SECONDS + 1
+        too_long = http.post("/synthesis", params={"speaker": speaker}, json=query)
     assert refused.status_code == 413
     assert "would last" in refused.json()["detail"]
+    assert too_long.status_code == 422 and "vowel_length" in too_long.text

@@ -104,15 +104,24 @@ SCALE_RANGES = {  # name: (lowest, highest) accepted, in queries and presets ali
 }
 SAMPLING_RATES = (8000, 48000)
 MAX_MORAS = 2000
+# A mora's consonant or vowel in seconds: as long as the longest silence a query may ask
+# for, and no longer (1e308 made the audio estimate a 300-digit number of seconds).
+MAX_MORA_SECONDS = 10.0
 
 
 def number_field(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
     value = data.get(key)
     if value is None and optional:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise QueryError(f"{where}{key}", "must be a finite number")
-    return float(value)
+    try:
+        number = float(value)
+    except OverflowError:  # an integer past the largest float
+        number = math.inf
+    if not math.isfinite(number):
+        raise QueryError(f"{where}{key}", "must be a finite number")
+    return number
 
 
 # A mora's text is BERT's input, one token a character, so only kana may be there:
@@ -151,6 +160,14 @@ def _mora_text(data: Mapping[str, Any], where: str, *, pause: bool) -> str:
     return text
 
 
+def _seconds(data: Mapping[str, Any], key: str, where: str, *, optional: bool = False) -> Any:
+    """A mora's length: 0 to :data:`MAX_MORA_SECONDS` (None where ``optional``)."""
+    value = number_field(data, key, where, optional=optional)
+    if value is not None and not 0.0 <= value <= MAX_MORA_SECONDS:
+        raise QueryError(f"{where}{key}", f"must be between 0 and {MAX_MORA_SECONDS:g} seconds")
+    return value
+
+
 def parse_mora(data: Any, where: str, *, pause: bool = False) -> Mora:
     """A mora; ``pause``: a pause mora, whose text is a punctuation mark, not kana."""
     if not isinstance(data, Mapping):
@@ -158,10 +175,10 @@ def parse_mora(data: Any, where: str, *, pause: bool = False) -> Mora:
     return Mora(
         text=_mora_text(data, where, pause=pause),
         consonant=_text(data, "consonant", where, optional=True),
-        consonant_length=number_field(data, "consonant_length", where, optional=True),
+        consonant_length=_seconds(data, "consonant_length", where, optional=True),
         vowel=_text(data, "vowel", where),
-        vowel_length=number_field(data, "vowel_length", where),
-        pitch=number_field(data, "pitch", where),
+        vowel_length=_seconds(data, "vowel_length", where),
+        pitch=number_field(data, "pitch", where),  # shown only: the voice makes its own pitch
     )
 
 
@@ -238,7 +255,9 @@ def parse_audio_query(data: Any) -> AudioQuery:
     phrases = parse_accent_phrases(data["accent_phrases"], "accent_phrases")
     values = scale_fields(data)
     rate = data.get("outputSamplingRate", 44100)
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or rate != int(rate):
+    # is_integer(): json reads NaN, Infinity and 1e400 as floats, which int() cannot take.
+    whole = isinstance(rate, int) or (isinstance(rate, float) and rate.is_integer())
+    if isinstance(rate, bool) or not whole:
         raise QueryError("outputSamplingRate", "must be an integer")
     if not SAMPLING_RATES[0] <= rate <= SAMPLING_RATES[1]:
         raise QueryError("outputSamplingRate", f"must be {SAMPLING_RATES[0]}-{SAMPLING_RATES[1]}")

@@ -20,6 +20,8 @@ from yomiage.errors import YomiageError
 from yomiage.voicevox.model import QueryError, scale_fields, tempo_dynamics
 
 MAX_PRESETS = 1000
+# Ids are VOICEVOX's 32-bit integers (its clients keep them in one).
+MAX_ID = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,8 @@ def parse_preset(data: Any) -> Preset:
         value = data.get(key)
         if isinstance(value, bool) or not isinstance(value, kind):
             raise QueryError(key, f"must be {'an integer' if kind is int else 'a string'}")
+        if isinstance(value, int) and not 0 <= value <= MAX_ID:
+            raise QueryError(key, f"must be an integer from 0 to {MAX_ID}")
         values[key] = value
     if not 0 < len(values["name"]) <= 200:
         raise QueryError("name", "must be 1-200 characters")

@@ -51,7 +51,16 @@ def add_streaming_routes(
         # Questions are read as questions whatever this says; the flag is checked only.
         flag_param(request, "enable_interrogative_upspeak", True)
         start_offset = _seconds(request, "start_offset", 0.0, zero_ok=True)
-        segment_length = _seconds(request, "segment_length", DEFAULT_SEGMENT_SECONDS)
+        if start_offset > vox.max_seconds:  # past any audio this server makes
+            raise VoxError(
+                422, f"query parameter 'start_offset' must be at most {vox.max_seconds:g} "
+                "seconds (the most audio this server makes a request)",
+            )  # fmt: skip
+        # A segment as long as the longest audio holds it all: what any longer one means
+        # (1e308 overflowed the sample count it became, a 500).
+        segment_length = min(
+            _seconds(request, "segment_length", DEFAULT_SEGMENT_SECONDS), vox.max_seconds
+        )
         query = vox.query_in(parse_audio_query(await json_body(request)))
         vox.check_cost([query])
         work = VoxWork(state, request)
@@ -82,7 +91,10 @@ def _seconds(request: Request, name: str, default: float, *, zero_ok: bool = Fal
         raise VoxError(
             422, f"query parameter {name!r} must be a number, not {raw[:40]!r}"
         ) from None
-    if not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+    if not math.isfinite(value):  # nan, inf, and 1e400, which float() makes inf
+        raise VoxError(422, f"query parameter {name!r} must be a finite number of seconds, "
+                            f"not {raw[:40]!r}")  # fmt: skip
+    if value < 0 or (value == 0 and not zero_ok):
         least = "0 or more" if zero_ok else "more than 0"
         raise VoxError(422, f"query parameter {name!r} must be {least} seconds, not {raw[:40]!r}")
     return value
