@@ -83,19 +83,31 @@ def _load(path: Path) -> dict[int, Preset]:
         raise PresetsFileError(
             f"{where} holds a JSON {type(raw).__name__}, not a list of presets; fix or move it"
         )
+    if len(raw) > MAX_PRESETS:  # the store would refuse every add, and each save rewrites all
+        raise PresetsFileError(
+            f"{where} holds {len(raw)} presets; this server keeps at most {MAX_PRESETS}: "
+            "remove some, or move the file"
+        )
     presets: dict[int, Preset] = {}
     for i, item in enumerate(raw):
         try:
             preset = parse_preset(item)
         except QueryError as exc:
             raise PresetsFileError(f"{where}: preset {i + 1}: {exc}; fix or move it") from None
+        if preset.id in presets:  # one would be dropped at the next save
+            raise PresetsFileError(
+                f"{where}: presets {list(presets).index(preset.id) + 1} and {i + 1} both have "
+                f"id {preset.id}; give one another id, or move the file"
+            )
         presets[preset.id] = preset
     return presets
 
 
 class PresetStore:
     """The server's presets by id. Thread-safe; ``path``: the JSON file that keeps them
-    (:class:`PresetsFileError` if it exists and is not a list of presets)."""
+    (:class:`PresetsFileError` if it exists and is not a list of at most
+    :data:`MAX_PRESETS` presets with distinct ids). A change is saved before it is
+    used, so one that cannot be saved changes nothing."""
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path
@@ -119,28 +131,29 @@ class PresetStore:
                 raise QueryError("body", f"this server keeps at most {MAX_PRESETS} presets")
             if preset.id in self._presets:
                 preset = replace(preset, id=max(self._presets) + 1)
-            self._presets[preset.id] = preset
-            self._save()
+                if preset.id > MAX_ID:
+                    raise QueryError("id", f"no id up to {MAX_ID} is free after the largest")
+            self._commit({**self._presets, preset.id: preset})
             return preset.id
 
     def update(self, preset: Preset) -> bool:
         with self._lock:
             if preset.id not in self._presets:
                 return False
-            self._presets[preset.id] = preset
-            self._save()
+            self._commit({**self._presets, preset.id: preset})
             return True
 
     def delete(self, preset_id: int) -> bool:
         with self._lock:
-            if self._presets.pop(preset_id, None) is None:
+            if preset_id not in self._presets:
                 return False
-            self._save()
+            self._commit({k: p for k, p in self._presets.items() if k != preset_id})
             return True
 
-    def _save(self) -> None:
-        if self.path is None:
-            return
-        items = [p.to_json() for p in sorted(self._presets.values(), key=lambda p: p.id)]
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.path, json.dumps(items, ensure_ascii=False, indent=1), sync=True)
+    def _commit(self, presets: dict[int, Preset]) -> None:
+        """Save ``presets``, then use them: a save that fails, however, changes nothing."""
+        if self.path is not None:
+            items = [p.to_json() for p in sorted(presets.values(), key=lambda p: p.id)]
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(self.path, json.dumps(items, ensure_ascii=False, indent=1), sync=True)
+        self._presets = presets
