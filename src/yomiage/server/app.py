@@ -62,6 +62,7 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
         version=__version__,
         worker_crashes=lambda: float(getattr(service, "crashes", 0)),
         worker_restarts=lambda: float(getattr(service, "restarts", 0)),
+        ready=lambda: float(state.serving),  # what /ready says, when scraped
     )
     metrics.concurrency_limit.set(config.max_concurrency)
     metrics.queue_limit.set(config.max_queue)
@@ -133,7 +134,6 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
 
 def _set_ready(state: ServerState) -> None:
     state.ready = True
-    state.metrics.ready.set(1)
 
 
 async def _warm_up(state: ServerState) -> None:

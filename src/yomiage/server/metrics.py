@@ -249,6 +249,7 @@ class ServerMetrics:
         version: str,
         worker_crashes: Callable[[], float] = lambda: 0.0,
         worker_restarts: Callable[[], float] = lambda: 0.0,
+        ready: Callable[[], float] = lambda: 0.0,
     ) -> None:
         r = self.registry = Registry()
         info = r.gauge("yomiage_build_info", "Always 1; the version is a label.", ["version"])
@@ -304,7 +305,13 @@ class ServerMetrics:
             "yomiage_client_disconnects_total", "Clients that left before their audio was done."
         )
         self.voices = r.gauge("yomiage_voices_loaded", "Voices loaded.")
-        self.ready = r.gauge("yomiage_ready", "1 once every voice is loaded and warmed.")
+        # Read when scraped, as /ready answers: set at start and stop only, it said 1
+        # all through a worker's restart while /ready said 503.
+        self.ready = r.gauge(
+            "yomiage_ready",
+            "1 while /ready answers 200: voices warmed, a worker running, not shutting down.",
+            callback=ready,
+        )
         r.add(
             Counter(
                 "yomiage_worker_crashes_total",

@@ -76,5 +76,4 @@ class ServerState:
     def begin_shutdown(self) -> None:
         """On SIGTERM or Ctrl-C: queued requests get 503 now, new ones too (event loop only)."""
         self.shutting_down = True
-        self.metrics.ready.set(0)
         self.gate.close("the server is shutting down; retry shortly")
