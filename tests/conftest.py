@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -12,11 +13,24 @@ import pytest
 from tests.ray_loopback import LOOPBACK_ENV
 from yomiage import TTS
 from yomiage.options import SynthesisOptions
+from yomiage.runtime.telemetry import engines_without_telemetry
 from yomiage.text import Frontend, UserDictionary
 
 # Read when Ray is imported, so before any test module imports it: every Ray cluster a
 # test starts is a one-machine cluster on loopback (tests/ray_loopback.py).
 os.environ.update(LOOPBACK_ENV)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """No test may start ONNX Runtime or OpenVINO with its telemetry on (issue 31, 16):
+    test modules import them themselves (at collection, in a test, in the subprocesses
+    they start), which wrote a device id and events into the real ``$HOME``. So the
+    whole session runs inside yomiage's guard, and the subprocesses inherit its ONNX
+    Runtime switches; tests/test_telemetry.py clears them to check the guard itself."""
+    quiet = contextlib.ExitStack()
+    quiet.enter_context(engines_without_telemetry())
+    config.add_cleanup(quiet.close)
+
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 FIXTURES = SHARED / "fixtures"

@@ -5,10 +5,14 @@ decide once per process, when first imported."""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from tests.conftest import TEST_VOICES
 
@@ -40,12 +44,7 @@ def test_a_synthesis_writes_nothing_into_home(tmp_path: Path) -> None:
     being ONNX Runtime) and the empty HOME stays empty."""
     home = tmp_path / "home"
     home.mkdir()
-    try:
-        import openvino  # noqa: F401
-
-        precision = "bf16"
-    except ImportError:
-        precision = "auto"
+    precision = "bf16" if importlib.util.find_spec("openvino") is not None else "auto"
     _run(SYNTHESIS, home, tmp_path, str(TEST_VOICES / "tiny"), precision)
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
 
@@ -61,4 +60,138 @@ def test_an_aivmx_file_cut_on_first_load_writes_nothing_into_home(tmp_path: Path
     )
     aivmx = TEST_VOICES.parent / "aivmx" / "tiny.aivmx"
     _run(code, home, tmp_path, str(aivmx), str(tmp_path / "bundle"))
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
+ENGINES = ("onnxruntime", "openvino")
+SOURCE = Path(__file__).resolve().parents[1] / "src" / "yomiage"
+
+
+def _unguarded(tree: ast.AST) -> list[int]:
+    """Lines that import an engine, or run torch.onnx's exporter (which imports ONNX Runtime
+    itself), outside a ``with engines_without_telemetry():`` block."""
+    found: list[int] = []
+
+    def guarded(node: ast.With) -> bool:
+        return any(
+            isinstance(item.context_expr, ast.Call)
+            and getattr(item.context_expr.func, "id", getattr(item.context_expr.func, "attr", ""))
+            == "engines_without_telemetry"
+            for item in node.items
+        )
+
+    def visit(node: ast.AST, inside: bool) -> None:
+        if isinstance(node, ast.With) and guarded(node):
+            inside = True
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "torch.onnx.export":
+            names = ["onnxruntime"]
+        if not inside and any(n.split(".")[0] in ENGINES for n in names):
+            found.append(getattr(node, "lineno", 0))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(tree, False)
+    return found
+
+
+def test_every_engine_import_in_the_package_starts_it_without_telemetry() -> None:
+    """Issue 31, 16: ``yomiage convert`` (and first-use SBV2 conversions) imported ONNX
+    Runtime in ``export/`` with its telemetry on; ``convert`` without torch did too,
+    before failing. Every import of an engine, and every torch.onnx export, is guarded."""
+    unguarded = [
+        f"{path.relative_to(SOURCE)}:{line}"
+        for path in sorted(SOURCE.rglob("*.py"))
+        for line in _unguarded(ast.parse(path.read_text("utf-8")))
+    ]
+    assert unguarded == []
+
+
+ENGINE_USER = """
+import importlib.util, subprocess, sys
+
+
+def test_imports_the_engines_itself() -> None:
+    import onnxruntime  # noqa: F401
+
+    if importlib.util.find_spec("openvino") is not None:
+        import openvino  # noqa: F401
+    code = "import onnxruntime, time; time.sleep(0.5)"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+"""
+
+
+def test_the_test_suite_writes_no_engine_telemetry_into_home(tmp_path: Path) -> None:
+    """Issue 31, 16: the suite's first run left ONNX Runtime's device id and events under
+    ``~/.cache/Microsoft``: test modules import the engines themselves (``test_aivmx.py``
+    at collection, ``import openvino`` in a test, engines in subprocesses). The suite's
+    conftest starts them without telemetry; here a test module that does all three runs
+    under it with an empty HOME."""
+    home = tmp_path / "home"
+    home.mkdir()
+    module = tmp_path / "test_engine_user.py"
+    module.write_text(ENGINE_USER, "utf-8")
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("ORT_", "CI", "XDG_"))}
+    path = os.pathsep.join(filter(None, [str(SOURCE.parents[1]), os.environ.get("PYTHONPATH")]))
+    env = {**keep, "HOME": str(home), "PYTHONPATH": path}
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider",
+         "--rootdir", str(tmp_path), str(module)],
+        env=env, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
+def _yomiage(
+    home: Path, tmp_path: Path, *args: str, code: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """``yomiage ARGS`` in a fresh process with HOME at ``home`` (``code`` runs first)."""
+    keep = {k: v for k, v in os.environ.items() if not k.startswith(("ORT_", "CI", "XDG_"))}
+    env = {**keep, "HOME": str(home), "YOMIAGE_CACHE": str(tmp_path / "cache")}
+    program = f"import sys\n{code}\nfrom yomiage.cli.main import main\nsys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", program, *args], env=env, capture_output=True,
+                          text=True, timeout=600, check=False)  # fmt: skip
+
+
+NO_TORCH = "sys.modules['torch'] = None  # as in an install without yomiage[torch]"
+
+
+def test_convert_without_torch_writes_nothing_into_home(tmp_path: Path) -> None:
+    """Issue 31, 16: ``yomiage convert <SBV2 folder>`` in the user install (no torch)
+    imported ONNX Runtime with its telemetry on, then failed on ``import torch``."""
+    home = tmp_path / "home"
+    home.mkdir()
+    voice = tmp_path / "voice"
+    voice.mkdir()
+    (voice / "config.json").write_text("{}", "utf-8")
+    proc = _yomiage(home, tmp_path, "convert", str(voice), str(tmp_path / "out"), code=NO_TORCH)
+    assert proc.returncode == 1 and "torch" in proc.stderr, proc.stderr
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
+@pytest.mark.slow
+def test_converting_an_sbv2_voice_writes_nothing_into_home(tmp_path: Path) -> None:
+    """Issue 31, 16: ``yomiage convert`` (torch.onnx export, quantization, parity check on
+    ONNX Runtime) and the first use of an SBV2 folder by ``generate`` (converted into the
+    cache) each left ONNX Runtime's device id and events under ``~/.cache/Microsoft``."""
+    pytest.importorskip("torch", reason="converting an SBV2 voice needs yomiage[torch]")
+    pytest.importorskip("onnxscript", reason="exporting the BERT needs yomiage[torch]")
+    home = tmp_path / "home"
+    home.mkdir()
+    voice, bert = tmp_path / "voice", tmp_path / "bert"
+    for made in (
+        _yomiage(home, tmp_path, "dev", "make-voice", str(voice), "--size", "tiny"),
+        _yomiage(home, tmp_path, "dev", "make-bert", str(bert), "--size", "tiny"),
+        _yomiage(home, tmp_path, "convert", str(voice), str(tmp_path / "bundle"), "--bert",
+                 str(bert), "--quantize", "q8"),
+        _yomiage(home, tmp_path, "generate", "テストです。", "--model", str(voice), "--bert",
+                 str(TEST_VOICES / "tiny" / "bert"), "-o", str(tmp_path / "a.wav")),
+    ):  # fmt: skip
+        assert made.returncode == 0, made.stderr[-2000:]
+    assert (tmp_path / "bundle" / "bert").is_dir() and (tmp_path / "a.wav").stat().st_size > 44
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []

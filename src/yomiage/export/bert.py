@@ -13,6 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from yomiage.bert.torch_bert import TorchBert
+from yomiage.runtime.telemetry import engines_without_telemetry
 
 OPSET = 18
 MAX_TOKENS = 512  # DeBERTa-v2's position range
@@ -36,7 +37,8 @@ def export_bert(bert: TorchBert, path: Path) -> Path:
     # the sequence length symbolic.
     batch = torch.export.Dim("batch")
     seq = torch.export.Dim("seq", min=2, max=MAX_TOKENS)
-    with torch.inference_mode():
+    # torch.onnx's exporter imports ONNX Runtime itself: started without telemetry.
+    with torch.inference_mode(), engines_without_telemetry():
         torch.onnx.export(
             _BertGraph(bert).eval(),
             (torch.from_numpy(ids), torch.from_numpy(mask)),
@@ -57,7 +59,8 @@ def export_bert(bert: TorchBert, path: Path) -> Path:
 
 def quantize_q8(source: Path, target: Path) -> Path:
     """Dynamic int8 quantization of the MatMul/Gemm weights (activations stay float)."""
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    with engines_without_telemetry():  # ONNX Runtime decides at its start
+        from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(
         str(source),
@@ -71,7 +74,9 @@ def quantize_q8(source: Path, target: Path) -> Path:
 def quantize_q4(source: Path, target: Path, block_size: int = 32) -> Path:
     """Weight-only 4-bit (blockwise) quantization of the MatMul weights."""
     import onnx
-    from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
+
+    with engines_without_telemetry():  # ONNX Runtime decides at its start
+        from onnxruntime.quantization.matmul_nbits_quantizer import MatMulNBitsQuantizer
 
     model = onnx.load(str(source))
     quantizer = MatMulNBitsQuantizer(model, block_size=block_size, is_symmetric=True)

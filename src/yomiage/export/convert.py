@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnxruntime as ort
 import torch
 
 from yomiage.errors import YomiageError
@@ -31,6 +30,12 @@ from yomiage.model import TorchVoice, load_voice
 from yomiage.model.loader import voice_files
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
+from yomiage.runtime.telemetry import engines_without_telemetry
+
+# ONNX Runtime decides about its telemetry when first imported (see that module): here,
+# before torch.onnx's exporter imports it on its own.
+with engines_without_telemetry():
+    import onnxruntime as ort
 
 if TYPE_CHECKING:
     from yomiage.export.decoder_int8 import Int8Error

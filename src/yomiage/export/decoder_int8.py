@@ -27,6 +27,7 @@ import torch
 
 from yomiage.model import TorchVoice
 from yomiage.runtime.chunking import windows
+from yomiage.runtime.telemetry import engines_without_telemetry
 from yomiage.text.symbols import to_model_inputs
 
 CALIBRATION_TEXTS = (
@@ -121,14 +122,16 @@ def quantize_decoder(
 ) -> Path:
     """Write the int8 decoder (one file, QDQ) from the un-optimized float32 graph."""
     import onnx
-    from onnxruntime.quantization import (
-        CalibrationDataReader,
-        CalibrationMethod,
-        QuantFormat,
-        QuantType,
-        quant_pre_process,
-        quantize_static,
-    )
+
+    with engines_without_telemetry():  # ONNX Runtime decides at its start
+        from onnxruntime.quantization import (
+            CalibrationDataReader,
+            CalibrationMethod,
+            QuantFormat,
+            QuantType,
+            quant_pre_process,
+            quantize_static,
+        )
 
     class Reader(CalibrationDataReader):  # type: ignore[misc]
         def __init__(self) -> None:
@@ -168,7 +171,8 @@ def int8_error(
     hop_length: int,
 ) -> Int8Error:
     """SNR and largest difference of the int8 decoder's windowed audio against float32's."""
-    import onnxruntime as ort
+    with engines_without_telemetry():  # ONNX Runtime decides at its start
+        import onnxruntime as ort
 
     def run(path: Path) -> npt.NDArray[np.float32]:
         session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])

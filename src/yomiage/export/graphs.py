@@ -20,6 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from yomiage.model import JPExtraSynthesizer
+from yomiage.runtime.telemetry import engines_without_telemetry
 
 OPSET = 17
 
@@ -84,17 +85,18 @@ ENCODER_OUTPUTS = ("m_p", "logs_p", "g", "durations")
 
 def _export(module: nn.Module, args: tuple[Tensor, ...], path: Path, inputs: tuple[str, ...],
             outputs: tuple[str, ...], dynamic: dict[str, dict[int, str]]) -> None:  # fmt: skip
-    torch.onnx.export(
-        module,
-        args,
-        str(path),
-        input_names=list(inputs),
-        output_names=list(outputs),
-        dynamic_axes=dynamic,
-        opset_version=OPSET,
-        do_constant_folding=True,
-        dynamo=False,
-    )
+    with engines_without_telemetry():  # torch.onnx may import ONNX Runtime itself
+        torch.onnx.export(
+            module,
+            args,
+            str(path),
+            input_names=list(inputs),
+            output_names=list(outputs),
+            dynamic_axes=dynamic,
+            opset_version=OPSET,
+            do_constant_folding=True,
+            dynamo=False,
+        )
 
 
 def export_graphs(model: JPExtraSynthesizer, out_dir: Path) -> dict[str, Path]:

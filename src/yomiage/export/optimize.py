@@ -11,7 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import onnxruntime as ort
+from yomiage.runtime.telemetry import engines_without_telemetry
+
+with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
+    import onnxruntime as ort
 
 MIN_EXTERNAL_BYTES = 1024
 

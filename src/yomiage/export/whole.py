@@ -18,6 +18,7 @@ from torch import Tensor, nn
 
 from yomiage.export.graphs import OPSET
 from yomiage.model import JPExtraSynthesizer
+from yomiage.runtime.telemetry import engines_without_telemetry
 
 INPUTS = ("x", "x_lengths", "sid", "tone", "language", "bert", "style_vec")
 SCALARS = ("noise_scale", "length_scale", "noise_scale_w", "sdp_ratio")
@@ -134,7 +135,7 @@ _AXES = {"x": {1: "phone_len"}, "tone": {1: "phone_len"}, "language": {1: "phone
 def export_whole(model: JPExtraSynthesizer, path: Path) -> Path:
     """Write ``synthesizer.onnx`` (spec §9.1) for ``model``."""
     scalars = (torch.tensor([0.6]), torch.tensor([1.0]), torch.tensor([0.8]), torch.tensor([0.2]))
-    with torch.inference_mode():
+    with torch.inference_mode(), engines_without_telemetry():  # torch.onnx may import ORT
         torch.onnx.export(
             WholeSynthesizer(model).eval(),
             _sample(model) + scalars,
@@ -152,7 +153,7 @@ def export_whole(model: JPExtraSynthesizer, path: Path) -> Path:
 def export_duration_predictor(model: JPExtraSynthesizer, path: Path) -> Path:
     """Write ``duration_predictor.onnx`` (spec §9.2) for ``model``."""
     scalars = (torch.tensor([1.0]), torch.tensor([0.8]), torch.tensor([0.2]))
-    with torch.inference_mode():
+    with torch.inference_mode(), engines_without_telemetry():  # torch.onnx may import ORT
         torch.onnx.export(
             DurationPredictorGraph(model).eval(),
             _sample(model) + scalars,
