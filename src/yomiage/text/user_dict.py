@@ -206,8 +206,10 @@ class UserDictionary:
         return self.path is not None and _signature(self.path) != self._signature
 
     def reload_if_changed(self) -> bool:
-        """Read the file again if another process changed it; True when it did. A
-        file that has become unreadable keeps the words already in memory."""
+        """Read the file again if another process changed it; True when that changed the
+        words. A file that cannot be used (unreadable, or past ``max_words``) is refused
+        with one warning and the words already in memory are kept; a file that is gone
+        holds no words, and no problem either."""
         if self.path is None:
             return False
         with self._lock:
@@ -216,25 +218,25 @@ class UserDictionary:
                 return False
             contents = self._read(self.path, warn=True)
             self._signature = signature
-            if self.problem is None:
-                self._contents = contents
+            if self.problem is not None or contents.words == self._contents.words:
+                return False
+            self._contents = contents
             return True
 
     def _read(self, path: Path, *, warn: bool) -> _Contents:
-        """The file's words (``problem`` set, and nothing, when it cannot be read)."""
+        """The file's words, and ``problem`` None; or, when the file cannot be used,
+        ``problem`` set and nothing (``warn``: each in one log line)."""
         try:
             data = json.loads(path.read_text("utf-8"))
             entries = data["words"]
             if not isinstance(entries, list):
                 raise TypeError("'words' is not a list")
-        except FileNotFoundError:
+        except FileNotFoundError:  # also a broken file since deleted: nothing to refuse
+            self.problem = None
             return _Contents({}, ())
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            self.problem = f"cannot read the user dictionary {path}: {exc}"
-            log.warning("%s; starting without its words, and the file is left as it is",
-                        self.problem)  # fmt: skip
-            return _Contents({}, ())
-        self.problem = None
+        # RecursionError: "[" nested 100,000 deep, which json cannot parse.
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
+            return self._refuse(f"cannot read the user dictionary {path}: {exc}", warn=warn)
         words: dict[str, UserWord] = {}
         skipped = []
         for entry in entries:
@@ -244,12 +246,28 @@ class UserDictionary:
                 word = UserWord.create(**entry)
             except (UserDictionaryError, TypeError) as exc:
                 skipped.append(SkippedEntry(entry, str(exc)))
-                if warn:
-                    log.warning("skipping user dictionary entry %s of %s: %s",
-                                _describe(entry), path, exc)  # fmt: skip
                 continue
             words[word.surface] = word
+            if len(words) > self.max_words:  # every change would recompile them all
+                return self._refuse(
+                    f"the user dictionary {path} holds more than {self.max_words} words "
+                    f"(at most {self.max_words}: each change recompiles all of them); "
+                    "remove some from the file", warn=warn,
+                )  # fmt: skip
+        self.problem = None
+        if skipped and warn:  # one line, however many: a file of 200,000 wrote 37 MB of log
+            examples = "; ".join(f"{_describe(s.entry)}: {s.reason}" for s in skipped[:3])
+            log.warning("skipping %d entries of the user dictionary %s that are not valid "
+                        "words (kept in the file): %s%s", len(skipped), path, examples,
+                        "; ..." if len(skipped) > 3 else "")  # fmt: skip
         return _Contents(words, tuple(skipped))
+
+    def _refuse(self, problem: str, *, warn: bool) -> _Contents:
+        """The file cannot be used: say so once, and change no word."""
+        self.problem = problem
+        if warn:
+            log.warning("%s; its words are not used, and the file is left as it is", problem)
+        return _Contents({}, ())
 
     @property
     def words(self) -> tuple[UserWord, ...]:
