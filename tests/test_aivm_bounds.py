@@ -3,15 +3,22 @@ what its errors name. Every failure leaves the installed file as it was and no p
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import onnx
 import pytest
 
 from tests.aivm_files import AIVMX, UUID, leftovers, upload_to, voice_files
+from tests.slow_source import trickling_source, url_of
 from yomiage.aivmx.reader import AivmxError, read_aivmx
+from yomiage.aivmx.stop import DownloadStoppedError, DownloadTimeoutError, FetchStop
 from yomiage.aivmx.store import ModelNotInstalledError, ModelStore
+from yomiage.errors import NoSpaceError, SourceNotFoundError
 
 
 @pytest.fixture(scope="module")
@@ -72,3 +79,147 @@ def test_a_file_whose_metadata_cannot_be_read_is_uninstalled_by_its_uuid_file_na
     with pytest.raises(ModelNotInstalledError):
         store.uninstall("../hand-named")
     assert (tmp_path / "hand-named.aivmx").exists()
+
+
+def _hyper(**data: object) -> bytes:
+    """The tiny voice with fields of its config's ``data`` changed."""
+    model = onnx.load(str(AIVMX))
+    for prop in model.metadata_props:
+        if prop.key == "aivm_hyper_parameters":
+            config = json.loads(prop.value)
+            config["data"].update(data)
+            prop.value = json.dumps(config)
+    return bytes(model.SerializeToString())
+
+
+def test_a_refused_upload_names_what_the_client_sent_never_the_partial_file(
+    tmp_path: Path,
+) -> None:
+    """R17: the config's errors named the server's partial file ('.upload-x.partial: data.
+    sampling_rate 1 is not a sample rate'): only the reader's own errors were renamed."""
+    store = ModelStore(tmp_path)
+    crafted = _hyper(sampling_rate=1)
+    with pytest.raises(AivmxError, match="sampling_rate") as caught:
+        upload_to(store, crafted)
+    assert "the uploaded file" in str(caught.value)
+    assert ".partial" not in str(caught.value) and str(tmp_path) not in str(caught.value)
+    with store.receive() as upload:
+        upload.filename = "my voice.aivmx"
+        upload.write(crafted)
+        with pytest.raises(AivmxError) as named:
+            store.install_upload(upload)
+    assert "'my voice.aivmx'" in str(named.value) and ".partial" not in str(named.value)
+    assert leftovers(tmp_path) == [] and store.installed() == {}
+
+
+def test_a_full_disk_under_an_upload_is_the_disks_fault_not_the_voices(
+    tmp_path: Path, voices: dict[str, bytes], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R17: ENOSPC while storing an upload is a StoreFullError naming the folder."""
+    store = ModelStore(tmp_path)
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr("yomiage.aivmx.upload.os.fsync", full)
+    with pytest.raises(NoSpaceError, match="no space left") as caught:
+        upload_to(store, voices["v1"])
+    assert str(tmp_path) in str(caught.value) and ".partial" not in str(caught.value)
+    assert leftovers(tmp_path) == [] and store.installed() == {}
+
+
+def test_a_full_cache_during_the_conversion_is_blamed_on_the_disk_not_the_voice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R17: ONNX Runtime says a full disk in its own words; the conversion called that 'the
+    graph is not a usable SBV2 JP-Extra export' (a 422 blaming a good voice file)."""
+    import shutil
+
+    from yomiage.artifacts import aivmx_once
+    from yomiage.sources.cache import Cache
+
+    def onnxruntime_full(source: Path, target: Path) -> None:
+        raise RuntimeError("[ONNXRuntimeError] : 1 : FAIL : ToGraphProtoWithExternalInitializers")
+
+    voice = tmp_path / "voice.aivmx"
+    shutil.copy(AIVMX, voice)
+    cache = Cache.at(tmp_path / "cache")
+    monkeypatch.setattr("yomiage.export.optimize.optimize_graph", onnxruntime_full)
+    monkeypatch.setattr(
+        "shutil.disk_usage", lambda path: shutil._ntuple_diskusage(1 << 30, 1 << 30, 4096)
+    )
+    with pytest.raises(NoSpaceError, match="no space left") as caught:
+        aivmx_once(voice, cache)
+    assert str(cache.root) in str(caught.value)
+    assert not isinstance(caught.value, AivmxError)
+    assert [p.name for p in (cache.root / "converted").iterdir()] == []
+    monkeypatch.undo()  # room again: the same file converts
+    assert (aivmx_once(voice, cache) / "voice.json").is_file()
+
+
+def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[BaseException]]:
+    """``work`` on a thread of its own; what it raised lands in the list."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            work()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, raised
+
+
+def test_a_fetch_from_a_trickling_source_ends_at_its_time_limit(tmp_path: Path) -> None:
+    """R7: a source sending a byte now and then passed every per-read timeout, so the
+    fetch (and the change lock held around it) lasted for as long as the source liked."""
+    store = ModelStore(tmp_path)
+    with trickling_source(0.2) as source, store.receive() as upload:
+        thread, raised = _in_thread(
+            lambda: store.fetch_into(url_of(source), upload, stop=FetchStop(1.0))
+        )
+        thread.join(60)
+        assert not thread.is_alive()
+    assert len(raised) == 1 and isinstance(raised[0], DownloadTimeoutError)
+    assert "did not end within 1 s" in str(raised[0]) and "--install-timeout" in str(raised[0])
+    assert leftovers(tmp_path) == []
+
+
+def test_a_fetch_stopped_from_another_thread_lets_go_of_its_source_at_once(
+    tmp_path: Path,
+) -> None:
+    """R7: a server whose client left had no way to end the fetch it had started."""
+    store = ModelStore(tmp_path)
+    stop = FetchStop()  # no time limit: only the stop ends it
+    with trickling_source(5.0) as source, store.receive() as upload:
+        thread, raised = _in_thread(lambda: store.fetch_into(url_of(source), upload, stop=stop))
+        assert source.started.wait(30)
+        stop.stop("the client left")
+        thread.join(30)  # the read was blocked for 5 s at a time: the stop does not wait
+        assert not thread.is_alive()
+        assert source.hung_up.wait(30)
+    assert len(raised) == 1 and isinstance(raised[0], DownloadStoppedError)
+    assert "the client left" in str(raised[0])
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are a POSIX thing")
+def test_a_fifo_named_like_a_voice_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """R7: a folder holding a FIFO called v.aivmx blocked the install for ever (no one
+    writes to it), holding the change lock."""
+    folder = tmp_path / "source"
+    folder.mkdir()
+    fifo = folder / "v.aivmx"
+    os.mkfifo(fifo)
+    store = ModelStore(tmp_path / "models")
+    thread, raised = _in_thread(lambda: store.install_from(str(folder)))
+    thread.join(30)
+    if thread.is_alive():  # the old behaviour: let the thread go before failing
+        fifo.open("wb").close()
+        thread.join(30)
+        pytest.fail("the install waited on the FIFO")
+    assert len(raised) == 1 and isinstance(raised[0], SourceNotFoundError)
+    assert "not a regular file" in str(raised[0])
+    assert leftovers(store.root) == [] and store.installed() == {}

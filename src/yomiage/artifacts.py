@@ -42,6 +42,7 @@ from yomiage.sources import (
     resolve,
     resolve_name,
 )
+from yomiage.sources.cache import cache_write_error
 from yomiage.sources.catalog import Format
 
 log = logging.getLogger(__name__)
@@ -297,7 +298,7 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
     from yomiage.runtime.integrity import file_sha256
 
     sha256 = file_sha256(path, cache.root / "verified")
-    target = cache.converted_dir(f"aivmx-{sha256[:32]}-v{FORMAT_VERSION}")
+    target = cache.converted_dir(aivmx_key(sha256))
     if (target / "voice.json").is_file():
         return target
 
@@ -307,6 +308,12 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
     return _made_once(target, path, "voice.json", convert, cache)
 
 
+def aivmx_key(sha256: str) -> str:
+    """The cache key of the bundle cut from the AIVMX file of this sha256 (its folder
+    under ``converted/``; :meth:`Cache.remove_converted` takes it)."""
+    return f"aivmx-{sha256[:32]}-v{FORMAT_VERSION}"
+
+
 def _made_once(
     target: Path, source: Path, marker: str, convert: Callable[[Path, Path], object], cache: Cache
 ) -> Path:
@@ -314,6 +321,7 @@ def _made_once(
         if (target / marker).is_file():  # another process converted it meanwhile
             return target
         log.info("converting %s to ONNX in %s (once; it takes minutes)", source, target)
+        cache.sweep_converted(target.name)  # what an earlier, killed conversion of it left
         with cache.staging(target) as work:
             try:
                 convert(source, work / "bundle")
@@ -321,6 +329,8 @@ def _made_once(
                 raise
             except YomiageError as exc:  # ConversionError and the like
                 raise ModelLoadError(f"cannot convert {source}: {exc}") from exc
+            except OSError as exc:  # a full disk or a cache that is not writable: not the voice
+                raise cache_write_error(exc, target, cache.root) from exc
             for path in (work / "bundle").iterdir():
                 path.rename(work / path.name)
             (work / "bundle").rmdir()

@@ -137,3 +137,12 @@ class OfflineError(SourceError):
 
 class CacheError(SourceError):
     """The cache cannot be written (disk full, read-only, permissions) or a download is corrupt."""
+
+
+class NoSpaceError(YomiageError):
+    """A disk or quota is full where yomiage writes (the cache, a models folder): not the
+    fault of what was being written; its message names the folder to free space in."""
+
+
+class CacheFullError(CacheError, NoSpaceError):
+    """The cache's disk or quota is full."""

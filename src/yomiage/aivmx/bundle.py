@@ -13,6 +13,7 @@ interrupted conversion leaves nothing that looks complete.
 from __future__ import annotations
 
 import contextlib
+import errno
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -71,13 +72,13 @@ def write_bundle(
         for name, model in parts.items():
             progress(f"optimizing {name}.onnx")
             (raw / f"{name}.onnx").write_bytes(model.SerializeToString())
-            with _graph_errors(voice.path):
+            with _graph_errors(voice.path, work):
                 optimize_graph(raw / f"{name}.onnx", work / f"{name}.onnx")
         shutil.rmtree(raw)
         del parts
         np.save(work / "style_vectors.npy", voice.style_vectors)
         progress("checking the cut graphs against the AIVMX graph")
-        with _graph_errors(voice.path):
+        with _graph_errors(voice.path, work):
             parity = _parity(voice, work)
         if parity > TOLERANCE:
             raise AivmxError(
@@ -98,11 +99,14 @@ def write_bundle(
 
 
 @contextlib.contextmanager
-def _graph_errors(path: Path) -> Iterator[None]:
+def _graph_errors(path: Path, out: Path | None = None) -> Iterator[None]:
     """Errors of onnx and ONNX Runtime on a graph that is not what its metadata says
     (a crafted or damaged file) as AivmxError naming the file; the cutting's own
     messages get the file's name in front. Out of memory or disk is not the file's
-    fault and passes unchanged."""
+    fault and passes unchanged: ONNX Runtime says a full disk in words of its own
+    ("FAIL : ... ToGraphProtoWithExternalInitializers"), so where a step writing to
+    ``out`` fails with less room left there than the file takes, the disk is blamed
+    (an OSError of ENOSPC), not the file."""
     try:
         yield
     except AivmxError as exc:
@@ -112,10 +116,21 @@ def _graph_errors(path: Path) -> Iterator[None]:
     except (OSError, MemoryError):
         raise
     except Exception as exc:  # onnx and onnxruntime raise their own types
+        if out is not None and _short_of_space(out, path):
+            raise OSError(errno.ENOSPC, f"no space left on the device for {out}") from exc
         first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
         raise AivmxError(
             f"{path}: the graph is not a usable SBV2 JP-Extra export: {first}"
         ) from exc
+
+
+def _short_of_space(folder: Path, source: Path) -> bool:
+    """Whether ``folder``'s disk has less room left than ``source`` takes (what cutting
+    it writes, about)."""
+    try:
+        return shutil.disk_usage(folder).free < source.stat().st_size
+    except OSError:
+        return False
 
 
 def _bert_dim(voice: AivmxFile) -> int:

@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import http.client
 import logging
+import os
 import re
+import stat
 import urllib.error
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, BinaryIO, Protocol
 from urllib.parse import quote, unquote, urlparse
 
 from yomiage._version import __version__
+from yomiage.aivmx.stop import FetchStop
+from yomiage.aivmx.upload import shown as shown  # where messages have always found it
 from yomiage.artifacts import aivmx_file
 from yomiage.errors import (
     InvalidSourceError,
@@ -57,11 +61,6 @@ class Sink(Protocol):
     """Where the bytes go; ``write`` raises (the store's UploadTooLargeError) past a limit."""
 
     def write(self, chunk: bytes) -> None: ...
-
-
-def shown(text: str, limit: int = 100) -> str:
-    """``text`` quoted for a message, cut to ``limit`` characters (a user string may be long)."""
-    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 def is_web_address(source: str) -> bool:
@@ -133,6 +132,7 @@ def download(
     too_large: Callable[[int], Exception],
     progress: Progress | None = None,
     timeout: float = TIMEOUT_S,
+    stop: FetchStop | None = None,
 ) -> int:
     """Stream ``url`` into ``sink``; returns the number of bytes written.
 
@@ -141,17 +141,22 @@ def download(
     Raises SourceNotFoundError (404, 410), SourceAuthError (401, 403) and
     SourceNetworkError (other statuses, no connection, a body shorter than its
     Content-Length), each naming the address. ``progress`` hears every ~10 %.
+    ``timeout`` bounds each socket wait; ``stop`` the whole download (its
+    deadline, or a stop from another thread: DownloadTimeoutError, DownloadStoppedError).
     """
-    opener = urllib.request.build_opener(_WebRedirect())
+    stop = stop or FetchStop()
+    opener = urllib.request.build_opener(_WebRedirect(), *stop.handlers())
     request = urllib.request.Request(
         url, headers={"User-Agent": f"yomiage/{__version__}", "Accept-Encoding": "identity"}
     )
     try:
-        response = opener.open(request, timeout=timeout)
+        stop.check(url)
+        response = opener.open(request, timeout=stop.wait(timeout))
     except urllib.error.HTTPError as exc:
         exc.close()
         raise _status_error(url, exc.code) from None
     except (urllib.error.URLError, OSError, http.client.HTTPException, ValueError) as exc:
+        stop.check(url)  # a stop or the deadline, not the network, ended it
         reason = getattr(exc, "reason", exc)
         raise SourceNetworkError(
             f"cannot download {shown(url)}: {reason}; check the address and the network",
@@ -168,15 +173,28 @@ def download(
                 "the file itself",
                 source=url,
             )
-        return _copy(response, sink, url, total, progress)
+        return _copy(response, sink, url, total, progress, stop, timeout)
 
 
-def _copy(response: Any, sink: Sink, url: str, total: int | None, progress: Progress | None) -> int:
+def _copy(
+    response: Any,
+    sink: Sink,
+    url: str,
+    total: int | None,
+    progress: Progress | None,
+    stop: FetchStop,
+    timeout: float,
+) -> int:
     step = max(total // 10, CHUNK) if total else UNKNOWN_SIZE_STEP
     done = reported = 0
     next_report = step
     try:
-        while block := response.read(CHUNK):
+        while True:
+            stop.check(url)
+            stop.wait(timeout)
+            block = response.read1(CHUNK)  # what has arrived: a trickle cannot hold a read
+            if not block:
+                break
             sink.write(block)
             done += len(block)
             if done >= next_report:
@@ -184,11 +202,13 @@ def _copy(response: Any, sink: Sink, url: str, total: int | None, progress: Prog
                 reported = done
                 _report(progress, url, done, total)
     except (OSError, http.client.HTTPException) as exc:
+        stop.check(url)
         raise SourceNetworkError(
             f"the download of {shown(url)} broke off after {done} bytes ({exc!r}); try again",
             source=url,
         ) from exc
     if total is not None and done != total:
+        stop.check(url)  # a stop shuts the socket: the body ends short
         raise SourceNetworkError(
             f"the download of {shown(url)} ended after {done} of {total} bytes; try again",
             source=url,
@@ -239,12 +259,16 @@ def fetch(
     cache_dir: Path | str | None = None,
     offline: bool | None = None,
     token: str | None = None,
+    stop: FetchStop | None = None,
 ) -> None:
     """Write the AIVMX file ``source`` means into ``sink``: a web address downloaded
     directly (an AivisHub model page from its download address; OfflineError in
     offline mode, before any socket), anything else through
     :func:`yomiage.sources.resolve` (a remote asked for its newest revision unless
-    offline) and copied. ``too_large(size)`` is raised for a file over ``max_bytes``."""
+    offline) and copied. ``too_large(size)`` is raised for a file over ``max_bytes``.
+    ``stop`` bounds the whole fetch (:class:`~yomiage.aivmx.stop.FetchStop`); a hub or
+    S3 download into the cache is checked against it only once it is done."""
+    stop = stop or FetchStop()
     if is_web_address(source):
         if offline_mode(offline):
             raise OfflineError(
@@ -253,7 +277,7 @@ def fetch(
                 source=source,
             )
         url = download_url(source)
-        download(url, sink, max_bytes=max_bytes, too_large=too_large, progress=progress)
+        download(url, sink, max_bytes=max_bytes, too_large=too_large, progress=progress, stop=stop)
         return
     remote = not isinstance(parse(source), LocalSource)
     if remote and not source.rstrip("/").lower().endswith(".aivmx"):
@@ -270,11 +294,15 @@ def fetch(
     if path is None:
         raise SourceNotFoundError(f"{shown(source)} holds no AIVMX file", source=source)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise too_large(size)
-        with path.open("rb") as stream:
-            while block := stream.read(CHUNK):
+        with _open_regular(path, source) as stream:
+            size = os.fstat(stream.fileno()).st_size
+            if size > max_bytes:
+                raise too_large(size)
+            while True:
+                stop.check(source)
+                block = stream.read(CHUNK)
+                if not block:
+                    break
                 sink.write(block)
     except OSError as exc:
         raise SourceNotFoundError(
@@ -282,6 +310,21 @@ def fetch(
         ) from exc
     if progress is not None:
         progress(f"copied {path.name}: {size / 1e6:.1f} MB")
+
+
+def _open_regular(path: Path, source: str) -> BinaryIO:
+    """``path`` opened for reading if it is a regular file: a FIFO would block the read
+    for as long as no one writes to it, a device never end (``/dev/zero``)."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SourceNotFoundError(
+                f"{shown(source)}: {path.name} is not a regular file", source=source
+            )
+        return os.fdopen(fd, "rb")  # O_NONBLOCK means nothing to a regular file
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def recorded_source(source: str) -> str:

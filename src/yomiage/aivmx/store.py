@@ -43,6 +43,7 @@ from typing import Any
 from yomiage.aivmx.fetch import Progress, fetch, recorded_source, shown
 from yomiage.aivmx.metadata import read_metadata, strict_json
 from yomiage.aivmx.reader import AivmxError, read_aivmx
+from yomiage.aivmx.stop import FetchStop
 from yomiage.aivmx.upload import (
     ModelNotInstalledError,
     ModelStoreError,
@@ -52,6 +53,7 @@ from yomiage.aivmx.upload import (
     too_large,
 )
 from yomiage.atomic import write_atomic
+from yomiage.errors import ModelLoadError
 
 __all__ = [
     "InstalledModel", "ModelNotInstalledError", "ModelStore", "ModelStoreError",
@@ -185,7 +187,8 @@ class ModelStore:
         its source is recorded as none. AivmxError if it is not a usable AIVMX voice.
         ``check`` runs once the new file is in place; whatever it raises, the install is
         undone (the old file and record put back) and the error raised."""
-        return self._install(upload, None, "the uploaded file", check=check)
+        what = f"the uploaded file {shown(upload.filename)}" if upload.filename else None
+        return self._install(upload, None, what or "the uploaded file", check=check)
 
     def install_from(
         self, source: str, progress: Progress | None = None, check: Check | None = None
@@ -195,30 +198,74 @@ class ModelStore:
         model page from its download address); anything else goes through
         :func:`yomiage.sources.resolve`. Raises SourceError subclasses (OfflineError
         for a web address in offline mode), UploadTooLargeError and AivmxError."""
-        recorded = recorded_source(source)
         with self.receive() as upload:
-            self._fetch(recorded, upload, progress)
-            return self._install(upload, recorded, f"the file from {shown(source)}", check=check)
+            recorded = self.fetch_into(source, upload, progress=progress)
+            return self.install_fetched(upload, recorded, check=check)
+
+    def fetch_into(
+        self,
+        source: str,
+        upload: Upload,
+        *,
+        progress: Progress | None = None,
+        stop: FetchStop | None = None,
+    ) -> str:
+        """The first half of :meth:`install_from`: fetch ``source`` into ``upload`` (from
+        :meth:`receive`) taking no lock, so a slow source holds no other change back;
+        ``stop`` bounds it in time and stops it from another thread. Returns the source
+        as :meth:`install_fetched` records it."""
+        recorded = recorded_source(source)
+        self._fetch(recorded, upload, progress, stop)
+        return recorded
+
+    def install_fetched(
+        self, upload: Upload, source: str, check: Check | None = None
+    ) -> InstalledModel:
+        """The second half of :meth:`install_from`: check and install what
+        :meth:`fetch_into` fetched from ``source``."""
+        return self._install(upload, source, f"the file from {shown(source)}", check=check)
 
     def update(
         self, uuid: str, progress: Progress | None = None, check: Check | None = None
     ) -> InstalledModel:
         """Fetch voice ``uuid`` again from its recorded source and install it in place.
         NoUpdateError if it has no source (an upload) or the source holds the same file."""
+        with self.receive() as upload:
+            model = self.fetch_update(uuid, upload, progress=progress)
+            return self.install_update(upload, model, check=check)
+
+    def fetch_update(
+        self,
+        uuid: str,
+        upload: Upload,
+        *,
+        progress: Progress | None = None,
+        stop: FetchStop | None = None,
+    ) -> InstalledModel:
+        """The first half of :meth:`update`, taking no lock (as :meth:`fetch_into`): the
+        newest file of voice ``uuid`` into ``upload``; returns the voice as installed."""
         model = self.get(uuid)
         if model.source is None:
             raise NoUpdateError(
                 f"model {model.uuid} ({shown(model.name)}) was uploaded or copied in by hand: "
                 "there is no source to update it from; install the new file instead"
             )
-        with self.receive() as upload:
-            self._fetch(model.source, upload, progress)
-            if upload.sha256 == _file_sha256(model.path):
-                raise NoUpdateError(
-                    f"model {model.uuid} is up to date: {shown(model.source)} holds the same file"
-                )
-            return self._install(upload, model.source, f"the file from {shown(model.source)}",
-                                 expect=model.uuid, check=check)  # fmt: skip
+        self._fetch(model.source, upload, progress, stop)
+        if upload.sha256 == _file_sha256(model.path):
+            raise NoUpdateError(
+                f"model {model.uuid} is up to date: {shown(model.source)} holds the same file"
+            )
+        return model
+
+    def install_update(
+        self, upload: Upload, model: InstalledModel, check: Check | None = None
+    ) -> InstalledModel:
+        """The second half of :meth:`update`: install what :meth:`fetch_update` fetched
+        for ``model``, if it is still installed (ModelNotInstalledError otherwise)."""
+        self.get(model.uuid)  # uninstalled while it was fetched: not brought back
+        source = model.source or ""
+        return self._install(upload, source, f"the file from {shown(source)}",
+                             expect=model.uuid, check=check)  # fmt: skip
 
     def uninstall(self, uuid: str) -> InstalledModel:
         """Delete voice ``uuid``'s file and its recorded source; returns what was removed.
@@ -242,10 +289,13 @@ class ModelStore:
 
     # -- inside ----------------------------------------------------------------
 
-    def _fetch(self, source: str, upload: Upload, progress: Progress | None) -> None:
+    def _fetch(
+        self, source: str, upload: Upload, progress: Progress | None, stop: FetchStop | None = None
+    ) -> None:
         fetch(source, upload, max_bytes=self.max_bytes,
               too_large=lambda size: too_large(self.max_bytes, size), progress=progress,
-              cache_dir=self.cache_dir, offline=self.offline, token=self.token)  # fmt: skip
+              cache_dir=self.cache_dir, offline=self.offline, token=self.token,
+              stop=stop)  # fmt: skip
 
     def _install(
         self, upload: Upload, source: str | None, what: str, expect: str | None = None,
@@ -254,8 +304,8 @@ class ModelStore:
         upload.close()
         try:
             checked = read_aivmx(upload.path)
-        except AivmxError as exc:
-            raise AivmxError(str(exc).replace(str(upload.path), what, 1)) from exc
+        except ModelLoadError as exc:  # its config's errors too: no message names the partial
+            raise AivmxError(str(exc).replace(str(upload.path), what)) from exc
         key = _canonical_uuid(checked.uuid)
         if key is None:
             raise AivmxError(f"{what}: its manifest's uuid {shown(checked.uuid)} is not a UUID")

@@ -7,12 +7,13 @@ bytes past its limit.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
 from typing import BinaryIO
 
-from yomiage.errors import YomiageError
+from yomiage.errors import NoSpaceError, YomiageError
 
 
 class ModelStoreError(YomiageError):
@@ -27,6 +28,10 @@ class UploadTooLargeError(ModelStoreError):
     """An upload or download passes the store's size limit; nothing was installed."""
 
 
+class StoreFullError(ModelStoreError, NoSpaceError):
+    """The models folder's disk or quota is full; nothing was installed."""
+
+
 class NoUpdateError(ModelStoreError):
     """A voice cannot be updated: it has no recorded source, or the source holds the same file."""
 
@@ -35,11 +40,14 @@ class Upload:
     """A partial file being received; :meth:`write` refuses bytes past the store's limit.
 
     Made by :meth:`ModelStore.receive`; not for use from two threads at once.
+    ``filename``: what the client called the file, for messages (the partial's own
+    path is the server's business and named in none).
     """
 
     def __init__(self, path: Path, stream: BinaryIO, max_bytes: int) -> None:
         self.path = path
         self.max_bytes = max_bytes
+        self.filename: str | None = None
         self._stream: BinaryIO | None = stream
         self._sha256 = hashlib.sha256()
         self._size = 0
@@ -64,7 +72,7 @@ class Upload:
         try:
             self._stream.write(chunk)
         except OSError as exc:
-            raise ModelStoreError(f"cannot store the upload: {exc.strerror or exc}") from exc
+            raise store_error(exc, self.path.parent) from exc
         self._sha256.update(chunk)
         self._size += len(chunk)
 
@@ -77,9 +85,25 @@ class Upload:
             stream.flush()
             os.fsync(stream.fileno())
         except OSError as exc:
-            raise ModelStoreError(f"cannot store the upload: {exc.strerror or exc}") from exc
+            raise store_error(exc, self.path.parent) from exc
         finally:
             stream.close()
+
+
+def store_error(exc: OSError, folder: Path) -> ModelStoreError:
+    """The error for a failed write of a voice into ``folder``: StoreFullError when the
+    disk or quota is full (the voice is not to blame), else why the write failed."""
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return StoreFullError(
+            f"no space left on the device for the voice in {folder}; free some space there "
+            "and try again"
+        )
+    return ModelStoreError(f"cannot store the voice in {folder}: {exc.strerror or exc}")
+
+
+def shown(text: str, limit: int = 100) -> str:
+    """``text`` quoted for a message, cut to ``limit`` characters (a user string may be long)."""
+    return repr(text if len(text) <= limit else text[:limit] + "…")
 
 
 def too_large(limit: int, size: int, *, exact: bool = True) -> UploadTooLargeError:

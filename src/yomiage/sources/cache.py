@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 from filelock import FileLock, Timeout
 
-from yomiage.errors import CacheError, InvalidSourceError
+from yomiage.errors import CacheError, CacheFullError, InvalidSourceError
 from yomiage.sources.uri import HubSource, S3Source
 
 log = logging.getLogger(__name__)
@@ -188,6 +188,68 @@ class Cache:
             raise cache_write_error(exc, target, self.root) from exc
         shutil.rmtree(old, ignore_errors=True)
 
+    # -- what is no longer wanted -------------------------------------------
+    def remove_converted(self, key: str) -> bool:
+        """Delete the bundle ``converted/<key>`` (False if there is none), under its lock so
+        no conversion of it runs meanwhile. It is renamed aside first: a reader never
+        finds half a bundle, and what a failed delete leaves is swept as abandoned."""
+        target = self.converted_dir(key)
+        with self.lock(key):
+            if not target.exists():
+                return False
+            aside = target.with_name(f".{key}.old-{os.getpid()}")
+            try:
+                os.replace(target, aside)
+            except OSError as exc:
+                raise cache_write_error(exc, target, self.root) from exc
+            shutil.rmtree(aside, ignore_errors=True)
+        return True
+
+    def sweep_converted(self, key: str | None = None) -> list[Path]:
+        """Remove what killed conversions left in ``converted/``: staging folders
+        (``.<key>.<random>``) and bundles moved aside (``.<key>.old-<pid>``). With ``key``,
+        those of that key (the caller holds its :meth:`lock`); else those of every key
+        whose lock no process holds now, so a conversion under way keeps its folder.
+        Returns the folders removed."""
+        folder = self.root / "converted"
+        try:
+            entries = [p for p in folder.iterdir() if p.name.startswith(".") and p.is_dir()]
+        except OSError:  # no converted/ yet, or unreadable: nothing to sweep
+            return []
+        removed = []
+        for path in entries:
+            owner = path.name[1:].rsplit(".", 1)[0]
+            if not _KEY.fullmatch(owner) or (key is not None and owner != key):
+                continue
+            if key is None:
+                with try_hold(self.lock_path(owner)) as free:
+                    if not free:
+                        continue
+                    shutil.rmtree(path, ignore_errors=True)
+            else:
+                shutil.rmtree(path, ignore_errors=True)
+            if not path.exists():
+                removed.append(path)
+                log.info("removed %s, left by a conversion that did not finish", path)
+        return removed
+
+
+@contextmanager
+def try_hold(lock_path: Path) -> Iterator[bool]:
+    """Hold the file lock at ``lock_path`` if no one holds it now: yields whether it does
+    (False also where the lock cannot be made: a read-only cache)."""
+    lock = FileLock(str(lock_path))
+    try:
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        lock.acquire(timeout=0)
+    except (Timeout, OSError):
+        yield False
+        return
+    try:
+        yield True
+    finally:
+        lock.release()
+
 
 @contextmanager
 def hold(lock_path: Path, root: Path) -> Iterator[None]:
@@ -223,4 +285,5 @@ def cache_write_error(exc: OSError, path: Path, root: Path) -> CacheError:
     else:
         why = str(exc)
         hint = "check the cache folder, or point YOMIAGE_CACHE elsewhere"
-    return CacheError(f"cannot write {path} in the yomiage cache {root}: {why}; {hint}")
+    kind = CacheFullError if why == "no space left on the device" else CacheError
+    return kind(f"cannot write {path} in the yomiage cache {root}: {why}; {hint}")
