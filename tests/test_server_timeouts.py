@@ -27,7 +27,7 @@ import uvicorn  # noqa: E402
 from tests import crashing_service  # noqa: E402
 from tests.serving import RunningServer, serve  # noqa: E402
 from yomiage import TTS  # noqa: E402
-from yomiage.server import ServerConfig, create_app  # noqa: E402
+from yomiage.server import ServerConfig, connections, create_app  # noqa: E402
 from yomiage.server.engine.liveness import Liveness  # noqa: E402
 from yomiage.server.engine.worker import WorkerService  # noqa: E402
 from yomiage.server.runner import uvicorn_config  # noqa: E402
@@ -192,18 +192,53 @@ def test_a_slow_request_body_gets_408(engine: TTS) -> None:
     assert b"request_timeout" in answer and b"connection: close" in answer.lower()
 
 
-def test_stalled_connections_over_the_cap_do_not_stop_health(engine: TTS) -> None:
-    """Past the cap a new connection closes the oldest idle one, so /health answers."""
+def _closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server closed ``sock``: an orderly close (FIN), or a reset (RST), which
+    the kernel sends instead where the server closes with bytes of ours still unread."""
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+
+
+@pytest.mark.parametrize("heads", ["read", "unread"])
+def test_stalled_connections_over_the_cap_do_not_stop_health(
+    engine: TTS, monkeypatch: pytest.MonkeyPatch, heads: str
+) -> None:
+    """Past the cap a new connection closes the oldest idle one, so /health answers.
+
+    ``unread`` (issue 31, 17: a ConnectionResetError once in a full run on a busy
+    machine): the stalled heads arrive while the server is between accepting a new
+    connection and making room for it, so the oldest is closed with its head unread and
+    the kernel resets it instead of closing it in order. Closed all the same; here the
+    server is held at that point so that it happens every time."""
     config = ServerConfig(warmup=False, header_timeout=600.0, max_connections=5)
+    evicting, go_on = threading.Event(), threading.Event()
+    if heads == "unread":
+        evict = connections._Guard._evict_idle
+
+        def held(self: connections._Guard) -> bool:
+            if not evicting.is_set():
+                evicting.set()
+                go_on.wait(GUARD)
+            return evict(self)
+
+        monkeypatch.setattr(connections._Guard, "_evict_idle", held)
+    stalled: list[socket.socket] = []
     with _guarded(engine, config) as address:
-        stalled = [_connect(address) for _ in range(10)]
         try:
+            stalled += [_connect(address) for _ in range(6)]
+            if heads == "unread":
+                assert evicting.wait(GUARD), "the sixth connection made no room"
+            stalled += [_connect(address) for _ in range(4)]
             for sock in stalled:
                 sock.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+            go_on.set()
             with httpx.Client(base_url=f"http://{address}", timeout=GUARD) as http:
                 assert http.get("/health").status_code == 200
             for sock in stalled[:5]:  # the oldest idle ones made room
-                assert sock.recv(1) == b""
+                assert _closed_by_server(sock)
         finally:
+            go_on.set()
             for sock in stalled:
                 sock.close()
