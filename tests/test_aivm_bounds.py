@@ -223,3 +223,34 @@ def test_a_fifo_named_like_a_voice_is_refused_not_waited_on(tmp_path: Path) -> N
     assert len(raised) == 1 and isinstance(raised[0], SourceNotFoundError)
     assert "not a regular file" in str(raised[0])
     assert leftovers(store.root) == [] and store.installed() == {}
+
+
+def test_the_aivm_info_repeats_no_huge_icon_and_cuts_a_huge_licence_where_it_repeats() -> None:
+    """R14: AivmInfo repeats each icon (as the portrait, as each style's icon) and the
+    licence (once per speaker) beside the manifest: a 44 MB file with two 20 MB icons made
+    200 MB per listing, and a 5 MB licence went out whole in /speaker_info."""
+    from yomiage.aivmx.metadata import read_metadata
+    from yomiage.voicevox.aivm_info import MAX_POLICY_CHARS, MAX_REPEATED_CHARS, aivm_info
+
+    manifest = json.loads(read_metadata(AIVMX)["aivm_manifest"])
+    small = "data:image/png;base64," + "QUJD" * 100
+    manifest["speakers"][0]["icon"] = small
+    plain = aivm_info(manifest, path="p", size=1, loaded=False, licence="MIT")
+    speaker_info = plain["speakers"][0]["speaker_info"]
+    assert speaker_info["portrait"] == small.partition(",")[2]  # a real icon: as AivisSpeech
+    assert speaker_info["policy"] == "MIT"
+
+    huge_icon = "data:image/png;base64," + "A" * (MAX_REPEATED_CHARS + 4)
+    licence = "第1条 " + "x" * MAX_POLICY_CHARS
+    manifest["speakers"][0]["icon"] = huge_icon
+    manifest["license"] = licence
+    info = aivm_info(manifest, path="p", size=1, loaded=False, licence=licence)
+    assert info["manifest"]["speakers"][0]["icon"] == huge_icon  # the manifest stays whole
+    assert info["manifest"]["license"] == licence
+    speaker_info = info["speakers"][0]["speaker_info"]
+    assert speaker_info["portrait"] == ""
+    assert all(style["icon"] == "" for style in speaker_info["style_infos"])
+    policy = speaker_info["policy"]
+    assert policy.startswith(licence[:1000]) and len(policy) < MAX_POLICY_CHARS + 200
+    assert f"GET /aivm_models/{manifest['uuid']}" in policy
+    assert len(json.dumps(info)) < 1.2 * len(json.dumps(manifest))  # was 3 times and more

@@ -9,6 +9,15 @@ versions: ``is_update_available`` is false, ``latest_version`` the file's own
 and ``is_private_model`` true, which is what AivisSpeech reports for a voice it
 cannot find on AivisHub. Icons and voice samples, data URLs in the manifest,
 are given as their base64 payload, as AivisSpeech gives them.
+
+That shape repeats what the manifest holds: each speaker's icon again as its
+portrait and as the icon of each of its styles without one, the samples again,
+the licence again for each speaker. A crafted file's 20 MB icons made a 44 MB
+file a 200 MB answer, so the repeats are bounded while the manifest stays
+whole: an icon or sample past :data:`MAX_REPEATED_CHARS` is left out of them
+(a real icon is a small picture), and a licence past :data:`MAX_POLICY_CHARS`
+is cut there with a line saying where the whole text is (:func:`policy`, also
+what ``/speaker_info`` sends).
 """
 
 from __future__ import annotations
@@ -17,6 +26,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from yomiage.voicevox.ids import MAX_LOCAL_STYLES, style_id
+
+MAX_REPEATED_CHARS = 4 << 20  # base64 of an icon or a sample repeated beside the manifest
+MAX_POLICY_CHARS = 1 << 17  # a licence as a speaker's policy (the manifest keeps it whole)
 
 
 def aivm_info(
@@ -34,7 +46,7 @@ def aivm_info(
         "file_size": size,
         "manifest": dict(manifest),
         "speakers": [
-            _library_speaker(s, version, licence)
+            _library_speaker(s, version, policy(licence, _text(manifest.get("uuid"))))
             for s in _list(manifest.get("speakers"))
             if isinstance(s, Mapping)
         ],
@@ -45,7 +57,7 @@ def _library_speaker(
     speaker: Mapping[str, Any], version: str, licence: str | None
 ) -> dict[str, Any]:
     uid = _text(speaker.get("uuid"))
-    icon = _base64(speaker.get("icon"))
+    icon = _repeated(_base64(speaker.get("icon")))
     styles = [
         (style_id(uid, style["local_id"]), style)
         for style in _list(speaker.get("styles"))
@@ -73,11 +85,29 @@ def _style_info(sid: int, style: Mapping[str, Any], speaker_icon: str) -> dict[s
     samples = [s for s in _list(style.get("voice_samples")) if isinstance(s, Mapping)]
     return {
         "id": sid,
-        "icon": _base64(style.get("icon")) or speaker_icon,
+        "icon": _repeated(_base64(style.get("icon"))) or speaker_icon,
         "portrait": None,
-        "voice_samples": [_base64(s.get("audio")) for s in samples],
+        "voice_samples": [_repeated(_base64(s.get("audio"))) for s in samples],
         "voice_sample_transcripts": [_text(s.get("transcript")) for s in samples],
     }
+
+
+def policy(licence: str | None, uuid: str) -> str | None:
+    """A voice's licence as a speaker's ``policy``: whole up to :data:`MAX_POLICY_CHARS`
+    characters; past that cut there, with a line saying how much follows and where
+    the whole text is (a crafted file's 5 MB licence went out whole each time)."""
+    if licence is None or len(licence) <= MAX_POLICY_CHARS:
+        return licence
+    rest = len(licence) - MAX_POLICY_CHARS
+    return (
+        f"{licence[:MAX_POLICY_CHARS]}\n\n[… {rest:,} more characters: the whole licence is "
+        f"the manifest's license, GET /aivm_models/{uuid or '<uuid>'}]"
+    )
+
+
+def _repeated(payload: str) -> str:
+    """``payload`` where it may be repeated beside the manifest: "" past the bound."""
+    return payload if len(payload) <= MAX_REPEATED_CHARS else ""
 
 
 def _local_id(value: Any) -> bool:

@@ -37,6 +37,7 @@ from yomiage.server.voicevox.synthesis import VoxSynthesis
 from yomiage.server.voicevox.work import VoxWork
 from yomiage.text.accent_phrases import PhraseSpec
 from yomiage.voicevox import aivisspeech
+from yomiage.voicevox.aivm_info import policy
 from yomiage.voicevox.cost import spoken_chars
 from yomiage.voicevox.engine_id import ENGINE_UUID, SUPPORTED_FEATURES
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle
@@ -93,7 +94,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         if speaker is None:
             raise VoxError(404, f"no speaker with uuid {uid[:60]!r}; GET /speakers lists them")
         card = state.voices[speaker.voice]
-        licence = card.credits.license if card.credits else None
+        licence = policy(card.credits.license, card.credits.uuid) if card.credits else None
         return json_response({
             "policy": licence or f"{speaker.voice}: the voice's publisher gave no licence text "
                                  "with it; ask them what its use allows.",
