@@ -81,12 +81,16 @@ def test_random_unicode(frontend: Frontend, text: str) -> None:
     assert len(p.word2ph) == len(p.bert_text) + 2
 
 
-def test_dropped_characters_are_logged_at_debug(
+def test_dropped_characters_are_logged_as_a_warning(
     frontend: Frontend, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level("DEBUG", logger="yomiage"):
+    """Nothing is dropped silently (issue 31): the warning names each skipped symbol."""
+    with caplog.at_level("WARNING", logger="yomiage"):
         frontend.g2p("今日は😊晴れ★")
-    assert any("😊★" in r.getMessage() for r in caplog.records)
+    assert any(
+        "😊 (U+1F60A), ★ (U+2605)" in r.getMessage() and r.levelname == "WARNING"
+        for r in caplog.records
+    )
 
 
 # -- issue 11: runs that OpenJTalk joins into one word -------------------------

@@ -22,6 +22,7 @@ from yomiage.text.accent_phrases import PhraseSpec, accent_phrases_from_labels
 from yomiage.text.counters import TenSoundChange
 from yomiage.text.english import EnglishReader
 from yomiage.text.g2p import Phonemes, g2p
+from yomiage.text.iteration_marks import IterationMarks
 from yomiage.text.natural import NaturalReading
 from yomiage.text.normalize import normalize
 from yomiage.text.openjtalk import (
@@ -31,6 +32,7 @@ from yomiage.text.openjtalk import (
     check_reading,
     compile_user_dictionary,
 )
+from yomiage.text.punctuation import skipped_symbols
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
 from yomiage.text.unreadable import reread, unread_runs, unreadable_error
 from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
@@ -56,6 +58,7 @@ class _Analysers:
     openjtalk: OpenJTalk
     english: EnglishReader
     ten_sound_change: TenSoundChange
+    iteration_marks: IterationMarks
     keep_words: frozenset[str]
 
 
@@ -115,6 +118,7 @@ class Frontend:
             openjtalk,
             EnglishReader(openjtalk),
             TenSoundChange(openjtalk),
+            IterationMarks(openjtalk),
             frozenset(w.surface for w in words),
         )
 
@@ -228,6 +232,7 @@ class Frontend:
             analysers.english,
             analysers.keep_words,
             analysers.ten_sound_change,
+            analysers.iteration_marks,
             keep_kanji=self.reading != "sbv2",
         )
 
@@ -246,7 +251,8 @@ class Frontend:
         analysers = self._current()
         normalized = self._normalize(text, analysers)
         if not normalized.strip("!?…,.'-"):
-            raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters")
+            skipped = "".join(f", skipped {ch} (U+{ord(ch):04X})" for ch in skipped_symbols(text))
+            raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters{skipped}")
         phonemes = g2p(normalized, analysers.openjtalk)
         if self.reading == "sbv2":
             return phonemes  # SBV2 reads kanji it cannot read as silence

@@ -27,7 +27,28 @@ _LOCAL_PHONE_RE = re.compile(r"(?<![\d\-.])(\d{2,3})-(\d{4})(?![\d\-.])")
 # A dash written as a long-vowel mark or a typographic dash between two digits
 # (４８６ー２４３５: NFKC keeps ー) is a hyphen: no vowel follows a digit.
 _DIGIT_DASH_RE = re.compile(r"(?<=\d)[ー‐‑–—―](?=\d)")
-_POSTAL_RE = re.compile(r"〒\s?(\d{3})-(\d{4})(?!\d)")
+# 〒 only marks a postal code: a reader says the code, not the mark (郵便番号は〒106-0032
+# said 郵便番号 twice), digit by digit with の at the hyphen.
+_POSTAL_RE = re.compile(r"〒\s?(\d{3})-?(\d{4})(?!\d)")
+# An address's blocks joined by hyphens (丁目-番-号: 六本木6-10-1) are read with の
+# between them (ロクノジューノイチ), never as a range. Three groups of small numbers are
+# an address wherever they are (phone numbers and dates are read before this: their
+# groups are longer or start with 0); two groups only where the words just before
+# them name a place (a kanji run with 都府県市区町村郡 after its first kanji, or 丁目
+# right before) and no counter or unit follows: 港区六本木6-10, but 港区で10-20人 and
+# 区間10-20km are ranges.
+_ADDRESS_RE = re.compile(r"(?<![\d\-.])([1-9]\d{0,2})-([1-9]\d{0,3})-([1-9]\d{0,3})(?![\d\-.])")
+_BLOCKS_RE = re.compile(r"(?<![\d\-.])([1-9]\d{0,3})-([1-9]\d{0,3})(?![\d\-.])")
+_PLACE_BEFORE_RE = re.compile(
+    r"(?:(?:[\u3400-\u9fff々ヶケ]+[都府県市区町村郡]|北海道)[\u3400-\u9fff々ヶケ]*|丁目)$"
+)
+_UNIT_AFTER_RE = re.compile(r"\s?[A-Za-z%°‰]")
+# A race over a distance (100m走, 50メートル走) is ソー; OpenJTalk reads 走 alone as the
+# verb (ハシリ). Before a verb ending (10km走った, 5キロ走り) it is the verb.
+_RACE_RE = re.compile(
+    r"(?<=[\d〇一二三四五六七八九十百千万])(メートル|キロメートル|キロ|マイル|ヤード)走"
+    r"(?![らりるれろっ])"
+)
 _DATE_RE = re.compile(r"(?<![\d.])(\d{4})([/\-.])(\d{1,2})\2(\d{1,2})(?![\d.])")
 _YEAR_MONTH_RE = re.compile(r"(?<![\d/])(\d{4})/(\d{1,2})(?![\d/])")
 _TIME_RE = re.compile(r"(?<![\d:])(\d{1,2}):(\d{2})(?::(\d{2}))?(?![\d:])")
@@ -162,6 +183,20 @@ def _phone(match: re.Match[str]) -> str:
     return ",".join(digits_to_kana(g, long_vowels=True) for g in match.groups())
 
 
+def _address(match: re.Match[str]) -> str:
+    return "の".join(int_to_kanji(int(group)) for group in match.groups())
+
+
+def _blocks(match: re.Match[str]) -> str:
+    """Two hyphenated numbers after a place name are an address's blocks; else unchanged."""
+    after = match.end()
+    if _COUNTER_AFTER_RE.match(match.string, after) or _UNIT_AFTER_RE.match(match.string, after):
+        return match.group(0)
+    if not _PLACE_BEFORE_RE.search(match.string, 0, match.start()):
+        return match.group(0)
+    return _address(match)
+
+
 def _signed_number(match: re.Match[str]) -> str:
     sign, integer, fraction = match.groups()
     words = _SIGN_WORDS.get(sign, "") if sign else ""
@@ -174,7 +209,7 @@ def _signed_number(match: re.Match[str]) -> str:
 def read_numbers(text: str) -> str:
     """Rewrite every number in ``text`` (and the symbols that belong to it) as words."""
     if not any(ch.isdigit() for ch in text):
-        return text
+        return _RACE_RE.sub(r"\1ソー", text) if "走" in text else text
     text = _NAME_DIGIT_RE.sub(
         lambda m: (
             m.group(0)
@@ -185,8 +220,7 @@ def read_numbers(text: str) -> str:
     )
     text = _THOUSANDS_RE.sub(lambda m: m.group(0).replace(",", ""), text)
     text = _POSTAL_RE.sub(
-        lambda m: "郵便番号" + ",".join(digits_to_kana(g, long_vowels=True) for g in m.groups()),
-        text,
+        lambda m: "の".join(digits_to_kana(g, long_vowels=True) for g in m.groups()), text
     )
     text = _DIGIT_DASH_RE.sub("-", text)
     text = _PHONE_RE.sub(_phone, text)
@@ -194,6 +228,8 @@ def read_numbers(text: str) -> str:
     text = _LOCAL_PHONE_RE.sub(
         lambda m: m.group(0) if _COUNTER_AFTER_RE.match(text, m.end()) else _phone(m), text
     )
+    text = _ADDRESS_RE.sub(_address, text)
+    text = _BLOCKS_RE.sub(_blocks, text)
     # Before times, dates and units are spelled out, while both ends are still digits
     # (10:00〜18:00 read 十時ー十八時 when the range came after the times).
     text = _WAVE_RANGE_RE.sub(r"\1から", text)
@@ -202,6 +238,8 @@ def read_numbers(text: str) -> str:
     text = _TIME_RE.sub(_time, text)
     text = _CURRENCY_RE.sub(lambda m: m.group(2) + _CURRENCY_WORDS[m.group(1)], text)
     text = _UNIT_RE.sub(_unit, text)
+    if "走" in text:
+        text = _RACE_RE.sub(r"\1ソー", text)
     text = _DASH_RANGE_RE.sub(r"\1から", text)
     text = _FRACTION_RE.sub(_fraction, text)
     text = _ARITHMETIC_RE.sub(lambda m: _ARITHMETIC[m.group(1)], text)

@@ -7,6 +7,7 @@ reads and the phonemes the model hears use the same seven punctuation marks.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _DASHES = "\u02d7\u2010\u2012\u2013\u2014\u2015\u2043\u2212\u23af\u23e4\u2500\u2501\u2e3a\u2e3b"
 _QUOTES = '“”"‘’（）()《》【】[]「」'
@@ -57,3 +58,19 @@ def unreadable_characters(text: str) -> str:
     """The characters :func:`replace_punctuation` would drop (for logging)."""
     mapped = _REPLACE_RE.sub(lambda m: _REPLACEMENTS[m.group(0)], text)
     return "".join(_NOT_KEPT_RE.findall(mapped))
+
+
+# Characters dropped without a word: spacing, control and format characters (the
+# joiners and variation selectors inside an emoji), combining marks and emoji
+# skin tones (modifier symbols), none of which is ever read.
+_UNSPOKEN_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Mn", "Me", "Sk"})
+
+
+def skipped_symbols(text: str) -> list[str]:
+    """The characters :func:`replace_punctuation` would drop that a reader could miss
+    (emoji, ★, #), each once, in order; spaces and the parts of an emoji sequence that
+    are not emoji themselves are not listed."""
+    dropped = unreadable_characters(text)
+    return list(
+        dict.fromkeys(ch for ch in dropped if unicodedata.category(ch) not in _UNSPOKEN_CATEGORIES)
+    )

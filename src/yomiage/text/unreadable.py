@@ -66,7 +66,7 @@ def reread(run: str, openjtalk: OpenJTalk) -> tuple[str, list[str]]:
     i = 0
     while i < len(run):
         for end in range(min(len(run), i + MAX_PIECE), i, -1):
-            reading = _reading(run[i:end], openjtalk)
+            reading = piece_reading(run[i:end], openjtalk)
             if reading is not None:
                 out.append(reading)
                 i = end
@@ -106,7 +106,7 @@ def unreadable_error(characters: Iterable[str], text: str, *, dropped: bool = Fa
     )
 
 
-def _reading(piece: str, openjtalk: OpenJTalk) -> str | None:
+def piece_reading(piece: str, openjtalk: OpenJTalk) -> str | None:
     """The katakana OpenJTalk gives ``piece`` if it reads all of it, else None."""
     nodes = openjtalk.run_frontend(piece)
     readings = [str(n["pron"]).replace("’", "") for n in nodes]
