@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.readings import expected, ours
 from yomiage.text import Frontend
 
 
@@ -81,3 +82,91 @@ def test_phone_numbers_in_every_written_form(
     natural_frontend: Frontend, text: str, expected: str
 ) -> None:
     assert natural_frontend.normalize(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "kana"),
+    [
+        # a date: a range to another day that ends in まで, a weekday, 付
+        ("1日から10日まで休みます", "ツイタチカラトーカマデヤスミマス"),
+        ("1日から31日まで", "ツイタチカラサンジューイチニチマデ"),
+        ("1日(月)に集合", "ツイタチゲツヨービニシューゴー"),
+        ("1日付で異動した", "ツイタチズケデイドーシタ"),
+        ("4月1日から", "シガツツイタチカラ"),  # after a month, as OpenJTalk already reads
+        # a length of time stays イチニチ
+        ("1日3回飲む", "イチニチサンカイノム"),
+        ("1日中寝ていた", "イチニチジューネテイタ"),
+        ("1日に3回", "イチニチニサンカイ"),
+        ("1日から3日かかる", "イチニチカラミッカカカル"),
+        ("1日から3日間", "イチニチカラミッカカン"),
+    ],
+)
+def test_the_first_without_a_month_is_tsuitachi_where_a_date_follows(
+    natural_frontend: Frontend, text: str, kana: str
+) -> None:
+    """1日から10日まで was read イチニチ カラ トーカ: with no month before it, OpenJTalk
+    took every 一日 for a day's length."""
+    assert ours(natural_frontend, text) == expected(kana)
+
+
+@pytest.mark.parametrize(
+    ("text", "kana"),
+    [
+        ("辛いカレーは辛い。", "カライカレーワカライ"),
+        ("辛い物を食べた", "カライモノヲタベタ"),
+        ("このスープは甘くて辛い", "コノスープワアマクテカライ"),
+        ("この辛さがたまらない味だ", "コノカラサガタマラナイアジダ"),
+        ("辛い生活をした", "ツライセーカツヲシタ"),  # hardship
+        ("別れは辛い", "ワカレワツライ"),
+    ],
+)
+def test_karai_in_a_sentence_about_food_tsurai_elsewhere(
+    natural_frontend: Frontend, text: str, kana: str
+) -> None:
+    """辛いカレーは辛い was ツライ カレーワ ツライ: the dictionary's 辛い is hardship."""
+    assert ours(natural_frontend, text) == expected(kana)
+
+
+@pytest.mark.parametrize(
+    ("text", "kana"),
+    [
+        ("人気のない道", "ヒトケノナイミチ"),
+        ("人気の少ない公園", "ヒトケノスクナイコーエン"),
+        ("人気のない暗い夜道", "ヒトケノナイクライヨミチ"),
+        ("人気のない店", "ニンキノナイミセ"),  # an unpopular shop
+        ("この歌手は人気がない", "コノカシュワニンキガナイ"),
+        ("人気のある場所", "ニンキノアルバショ"),
+    ],
+)
+def test_hitoke_where_a_place_has_no_one_about_ninki_for_popularity(
+    natural_frontend: Frontend, text: str, kana: str
+) -> None:
+    assert ours(natural_frontend, text) == expected(kana)
+
+
+@pytest.mark.parametrize(
+    ("text", "kana"),
+    [
+        ("Excelの表", "エクセルノヒョー"),
+        ("下の表を参照", "シタノヒョーヲサンショー"),
+        ("表1に示す", "ヒョーイチニシメス"),
+        ("結果を表にまとめる", "ケッカヲヒョーニマトメル"),
+        ("表を作成する", "ヒョーヲサクセースル"),
+        ("表に出る", "オモテニデル"),  # the outside
+        ("コインの表", "コインノオモテ"),  # a coin's face
+        ("表で遊ぶ", "オモテデアソブ"),
+    ],
+)
+def test_a_table_in_writing_about_documents_is_hyou_the_front_stays_omote(
+    natural_frontend: Frontend, text: str, kana: str
+) -> None:
+    """Excelの表 was オモテ with the natural reading's dictionary (SBV2's says ヒョー
+    everywhere, 表に出る included)."""
+    assert ours(natural_frontend, text) == expected(kana)
+
+
+def test_context_words_keep_sbv2s_readings_in_the_sbv2_reading(frontend: Frontend) -> None:
+    """The sbv2 reading is SBV2's words as they are: the context passes are the natural
+    reading's."""
+    assert ours(frontend, "辛いカレー") == expected("ツライカレー")
+    assert ours(frontend, "人気のない道") == expected("ニンキノナイミチ")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from yomiage.text.context_cues import DESERTED, DOCUMENTS, TABLE_USES, TASTE
 from yomiage.text.mora import mora_count
 from yomiage.text.openjtalk import NJDFeature
 
@@ -135,6 +136,85 @@ def _kind_shu(words: list[NJDFeature], i: int) -> None:
         _set(word, "シュ", 1)
 
 
+def _first_of_month(words: list[NJDFeature], i: int) -> None:
+    """一日 is ツイタチ, the first of a month, where what follows makes it a date: a
+    weekday (一日月曜日, from 1日(月)), 付 (一日付で), or a range to another day that
+    ends in まで (一日から十日まで). OpenJTalk already says ツイタチ after a month
+    (四月一日, 来月一日); a length of time stays イチニチ (一日三回, 一日中, 一日に三回,
+    一日から三日かかる)."""
+    word = words[i]
+    if word["string"] != "一日" or _pron(word) != "イチニチ" or i + 1 >= len(words):
+        return
+    following = str(words[i + 1]["string"])
+    dated = following in ("付", "付け") or following.endswith(("曜日", "曜"))
+    if dated or (following == "から" and _day_until(words, i + 2)):
+        _set(word, "ツイタチ", 4)
+
+
+def _day_until(words: list[NJDFeature], start: int) -> bool:
+    """Whether ``words[start:]`` opens with a day of the month and まで (十日まで, 三十一日まで)."""
+    for k in range(start, min(start + 5, len(words) - 1)):
+        if str(words[k]["string"]).endswith("日"):
+            return bool(words[k + 1]["string"] == "まで")
+        if words[k]["pos_group1"] != "数":
+            return False
+    return False
+
+
+def _spicy_karai(words: list[NJDFeature], i: int) -> None:
+    """辛い (辛さ) in a sentence about food or taste is カライ, hot; elsewhere the
+    dictionary's ツライ, hard (辛い生活). The cues are :data:`~yomiage.text.context_cues.TASTE`
+    (辛いカレーは辛い: both カライ)."""
+    word = words[i]
+    pron = _pron(word)
+    if not (str(word["string"]).startswith("辛") and pron.startswith("ツラ")):
+        return
+    if word["pos"] != "形容詞" and word["string"] != "辛さ":
+        return
+    if any(w["orig"] in TASTE or w["string"] in TASTE for w in words):
+        _set(word, "カラ" + pron[2:], int(word["acc"]))
+
+
+def _deserted_hitoke(words: list[NJDFeature], i: int) -> None:
+    """人気 with no one about is ヒトケ: 人気のない道, 人気の少ない公園, where a place
+    (:data:`~yomiage.text.context_cues.DESERTED`) is what has none; popularity
+    (人気のない店, 人気がない) stays ニンキ."""
+    word = words[i]
+    if word["string"] != "人気" or _pron(word) != "ニンキ" or i + 3 >= len(words):
+        return
+    if words[i + 1]["string"] not in ("の", "が", "も"):
+        return
+    if words[i + 2]["orig"] not in ("ない", "無い", "少ない"):
+        return
+    for following in words[i + 3 : i + 6]:
+        if following["pos"] == "名詞":
+            if following["orig"] in DESERTED or following["string"] in DESERTED:
+                _set(word, "ヒトケ", 0)
+            return
+
+
+def _table_hyou(words: list[NJDFeature], i: int) -> None:
+    """表 is ヒョー, a table, after a document or a place on a page and の (Excelの表,
+    下の表), before a number (表1), or before what one does with a table (表にまとめる,
+    表を作成する); elsewhere the dictionary's オモテ, the front (表に出る, コインの表)."""
+    word = words[i]
+    if word["string"] != "表" or _pron(word) != "オモテ":
+        return
+    before = words[i - 2] if i >= 2 and words[i - 1]["string"] == "の" else None
+    after = words[i + 1] if i + 1 < len(words) else None
+    use = words[i + 2] if after is not None and i + 2 < len(words) else None
+    if (
+        (before is not None and (before["orig"] in DOCUMENTS or before["string"] in DOCUMENTS))
+        or (after is not None and after["pos_group1"] == "数")
+        or (
+            after is not None
+            and use is not None
+            and use["orig"] in TABLE_USES.get(str(after["string"]), ())
+        )
+    ):
+        _set(word, "ヒョー", 0)
+
+
 _SIDE_PARTICLES = frozenset({"が", "を", "へ", "より", "から", "まで", "、", "。", ""})
 _RULES: Sequence[Rule] = (
     _nani,
@@ -146,6 +226,10 @@ _RULES: Sequence[Rule] = (
     _day_nana,
     _spoken_ii,
     _kind_shu,
+    _first_of_month,
+    _spicy_karai,
+    _deserted_hitoke,
+    _table_hyou,
 )
 
 
