@@ -36,6 +36,10 @@ _NUMERAL_RUN_RE = re.compile(
     "\u3251-\u325f\u3280-\u3289\u32b1-\u32bf]+"  # circled 21-50, ideographs one to ten
 )
 _ITEM_SEPARATOR = "、"
+# Any character one of the steps below replaces: most text holds none and is left at once.
+_ANY_RE = re.compile(
+    "[" + "".join(_ENCLOSED_WORDS) + "\u328a-\u3290" + _NUMERAL_RUN_RE.pattern[1:-2] + "]"
+)
 
 
 def _numeral(char: str) -> str | None:
@@ -62,7 +66,7 @@ def _numeral_run(match: re.Match[str]) -> str:
 
 def fold_before_nfkc(text: str) -> str:
     """Replace characters whose NFKC form reads badly (Ⅲ, ①②, ㈱, ㈪)."""
-    if text.isascii():
+    if text.isascii() or not _ANY_RE.search(text):
         return text
     text = _ENCLOSED_WORDS_RE.sub(lambda m: _ENCLOSED_WORDS[m.group(0)], text)
     text = _CIRCLED_WEEKDAY_AFTER_DATE_RE.sub(

@@ -35,8 +35,7 @@ _REPLACEMENTS: dict[str, str] = {
 _REPLACE_RE = re.compile(
     "|".join(re.escape(k) for k in sorted(_REPLACEMENTS, key=len, reverse=True))
 )
-_NOT_KEPT_RE = re.compile(
-    "[^"
+_KEPT = (
     "\u3040-\u309f"  # hiragana
     "\u30a0-\u30ff"  # katakana
     "\u4e00-\u9fff\u3400-\u4dbf"  # CJK
@@ -44,7 +43,12 @@ _NOT_KEPT_RE = re.compile(
     "A-Za-z\uff21-\uff3a\uff41-\uff5a"  # ASCII and full-width letters
     "\u0370-\u03ff\u1f00-\u1fff"  # Greek
     "!?…,.'\\-"
-    "]+"
+)
+_NOT_KEPT_RE = re.compile(f"[^{_KEPT}]+")
+# What the two steps drop, found in one: neither kept nor mapped to a kept mark (the
+# longer keys are made of one-character keys).
+_DROPPED_RE = re.compile(
+    f"[^{_KEPT}" + "".join(re.escape(k) for k in _REPLACEMENTS if len(k) == 1) + "]"
 )
 
 
@@ -70,7 +74,9 @@ def skipped_symbols(text: str) -> list[str]:
     """The characters :func:`replace_punctuation` would drop that a reader could miss
     (emoji, ★, #), each once, in order; spaces and the parts of an emoji sequence that
     are not emoji themselves are not listed."""
-    dropped = unreadable_characters(text)
+    dropped = _DROPPED_RE.findall(text)
+    if not dropped:
+        return []
     return list(
         dict.fromkeys(ch for ch in dropped if unicodedata.category(ch) not in _UNSPOKEN_CATEGORIES)
     )
