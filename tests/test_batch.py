@@ -454,6 +454,29 @@ def test_an_items_audio_is_written_as_it_is_made_not_held(tmp_path: Path, fmt: s
         assert path.read_bytes() == whole.to_bytes(fmt)
 
 
+def test_a_batch_writes_opus_as_audio_save_does(tmp_path: Path) -> None:
+    """Issue 31, 18: ``--format opus`` was refused by ``batch`` (and its writer): the
+    voice's 44.1 kHz is resampled to 48 kHz as it is made, then scaled by the whole
+    resampled item's peak, as ``Audio.save`` does."""
+    soundfile = pytest.importorskip("soundfile")
+    from yomiage.audio import Audio
+    from yomiage.batch.audio_file import AudioFileWriter
+
+    kept = []
+    with AudioFileWriter(tmp_path / "x.opus", "opus", 44100) as writer:
+        for samples in _chunks(20, []):
+            writer.add(samples)
+            kept.append(samples.copy())
+        path = writer.finish()
+    whole = tmp_path / "whole.opus"
+    Audio(np.concatenate(kept), 44100).save(whole)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([path.name, whole.name])
+    assert writer.seconds == pytest.approx(20 * 5000 / 44100, abs=1e-3)
+    ours, rate = soundfile.read(path, dtype="int16")
+    theirs, _ = soundfile.read(whole, dtype="int16")
+    assert rate == 48000 and np.array_equal(ours, theirs)
+
+
 def test_a_failed_item_leaves_no_temporary_files(tmp_path: Path) -> None:
     from yomiage.batch.audio_file import AudioFileWriter
 

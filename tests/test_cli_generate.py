@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import subprocess
@@ -55,6 +56,39 @@ def test_other_formats(test_voice: Path, tmp_path: Path, name: str, fmt: str | N
     )
     samples, rate = soundfile.read(out)
     assert rate == 44100 and len(samples) > rate
+
+
+@pytest.mark.parametrize("output", ["out.bin", "-"])
+def test_format_opus_is_a_choice_as_the_opus_suffix_is(
+    test_voice: Path, tmp_path: Path, capsysbinary: pytest.CaptureFixture[bytes], output: str
+) -> None:
+    """Issue 31, 18: ``-o x.opus`` wrote Ogg Opus, but ``--format opus`` was an "invalid
+    choice"."""
+    soundfile = pytest.importorskip("soundfile")
+    out = tmp_path / "out.opus"
+    target = "-" if output == "-" else str(tmp_path / output)
+    assert main(_args(test_voice, TEXT, "-q", "--format", "opus", "-o", target)) == 0
+    if output == "-":
+        out.write_bytes(capsysbinary.readouterr().out)
+    else:
+        out = tmp_path / output
+    info = soundfile.info(str(out))
+    assert (info.format, info.subtype, info.samplerate) == ("OGG", "OPUS", 48000)
+    assert info.duration > 1.0
+
+
+@pytest.mark.parametrize("command", ["generate", "batch"])
+def test_every_format_the_library_writes_is_a_format_choice(command: str) -> None:
+    """``--format`` offers what ``Audio.save`` writes (opus was missing), ``batch`` all
+    but headerless ``pcm``."""
+    from yomiage.audio.formats import FORMATS
+    from yomiage.cli.main import build_parser
+
+    parser = build_parser()
+    [sub] = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    [flag] = [a for a in sub.choices[command]._actions if "--format" in a.option_strings]
+    expected = set(FORMATS) - ({"pcm"} if command == "batch" else set())
+    assert set(flag.choices or ()) == expected
 
 
 def test_stdin_to_stdout_streams_a_wav(test_voice: Path, reference: TTS) -> None:

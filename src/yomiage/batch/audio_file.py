@@ -7,10 +7,12 @@ read back block by block, scaled by that peak exactly as ``Audio.to_int16``
 scales, and encoded into a temporary file in the output folder that the
 driver renames into place. The file is the one ``Audio.save`` would write.
 
-Every batch format streams this way: wav by the standard library, flac, ogg
-and mp3 by libsndfile, which encodes block by block into a file. None needs
+Every batch format streams this way: wav by the standard library, flac, ogg,
+opus and mp3 by libsndfile, which encodes block by block into a file. None needs
 the whole audio in memory; what grows is disk: the spool holds 4 bytes per
-sample (about 10 MB per minute at 44.1 kHz) until the item is encoded.
+sample (about 10 MB per minute at 44.1 kHz) until the item is encoded. Opus
+holds no 44.1 kHz: its chunks are resampled to 48 kHz as they come (the stream's
+output equals the whole signal's, so the file is still ``Audio.save``'s).
 """
 
 from __future__ import annotations
@@ -26,11 +28,12 @@ from typing import BinaryIO
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.audio.formats import _SOUNDFILE, WRITE_BLOCK
+from yomiage.audio.formats import _SOUNDFILE, FORMATS, OPUS_RATES, WRITE_BLOCK
+from yomiage.audio.resample import Resampler
 from yomiage.audio.results import _to_int16
 from yomiage.errors import AudioFormatError, MissingExtraError
 
-FORMATS = ("wav", "pcm", "flac", "ogg", "mp3")
+OPUS_RATE = 48000  # where a voice's rate is not one Opus holds, as Audio.to_bytes does
 WAV_MAX_BYTES = 0xFFFFFFFF - 36  # a WAV header counts its size in 32 bits
 
 
@@ -48,7 +51,11 @@ class AudioFileWriter:
             raise AudioFormatError(f"a batch cannot write {fmt!r}; use one of {', '.join(FORMATS)}")
         self.final = final
         self.fmt = fmt
-        self.sample_rate = sample_rate
+        self._resampler: Resampler | None = None
+        if fmt == "opus" and sample_rate not in OPUS_RATES:
+            self._resampler = Resampler(sample_rate, OPUS_RATE)
+            sample_rate = OPUS_RATE
+        self.sample_rate = sample_rate  # of the spool and the file
         self.samples = 0
         self.peak = 0.0
         fd, spool = tempfile.mkstemp(prefix=f".{final.name}.", suffix=".spool", dir=final.parent)
@@ -63,7 +70,12 @@ class AudioFileWriter:
         """Append a chunk's samples (float32, as the decoder made them)."""
         if self._spool is None:
             raise RuntimeError("the audio file is already finished")
-        if len(samples):
+        if self._resampler is not None:
+            samples = self._resampler.process(samples)
+        self._spooled(samples)
+
+    def _spooled(self, samples: npt.NDArray[np.float32]) -> None:
+        if self._spool is not None and len(samples):
             self.peak = max(self.peak, float(np.abs(samples).max()))
             self._spool.write(np.asarray(samples, np.float32).tobytes())
             self.samples += len(samples)
@@ -72,6 +84,8 @@ class AudioFileWriter:
         """Encode the spool into a temporary file beside ``final`` and return its path."""
         if self._spool is None:
             raise RuntimeError("the audio file is already finished")
+        if self._resampler is not None:
+            self._spooled(self._resampler.flush())
         self._spool.close()
         self._spool = None
         if self.fmt == "wav" and 2 * self.samples > WAV_MAX_BYTES:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from yomiage.audio.formats import FORMATS as AUDIO_FORMATS
 from yomiage.cli.engine_options import (
     add_engine_arguments,
     add_synthesis_arguments,
@@ -32,7 +33,7 @@ EXAMPLES = """examples:
   yomiage batch book/*.txt --model hf://owner/repo/voice -o /shared/audio --ray auto --jobs 16
   (corpus.jsonl: one {"id": "...", "text": "...", "voice"?: "...", "options"?: {...}} per line)
 """
-FORMATS = ("wav", "flac", "ogg", "mp3")
+FORMATS = tuple(f for f in AUDIO_FORMATS if f != "pcm")  # headerless samples: not a file to keep
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT), as the other commands
 TERMINATED = 143  # after SIGTERM (128 + SIGTERM), as a shell reports a process it ended
 CLOSE_SECONDS = 10.0  # how long an interrupted job waits for its killed workers' pool

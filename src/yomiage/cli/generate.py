@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
+from yomiage.audio.formats import FORMATS
 from yomiage.cli.engine_options import (
     add_engine_arguments,
     add_synthesis_arguments,
@@ -25,7 +26,6 @@ EXAMPLES = """examples:
   yomiage generate --file chapter1.txt --model hf://owner/repo/voice -o ch1.flac --timings ch1.srt
   echo "速報です。" | yomiage generate - --voice jvnv-M1-jp -o - | aplay
 """
-FORMATS = ("wav", "pcm", "flac", "ogg", "mp3")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
