@@ -140,6 +140,27 @@ def test_install_hints_work_from_a_checkout() -> None:
     assert "pip install 'yomiage[server]'" in message and "pip install '.[server]'" in message
 
 
+NO_TORCH = """import sys
+sys.modules["torch"] = None  # import torch: ImportError, as in the user install
+from yomiage.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_convert_without_torch_names_the_torch_to_install_first(tmp_path: Path) -> None:
+    """Issue 31, 18: the hint was ``pip install 'yomiage[torch]'`` alone, which on Linux
+    pulls PyPI's multi-GB CUDA torch; the README installs ``torch==2.13.0`` first."""
+    voice = tmp_path / "voice"
+    voice.mkdir()
+    args = ["convert", str(voice), str(tmp_path / "out")]
+    proc = subprocess.run([sys.executable, "-c", NO_TORCH, *args], capture_output=True,
+                          text=True, timeout=120, check=False)  # fmt: skip
+    assert proc.returncode == 1
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("yomiage convert: ") and "pip install torch==2.13.0 first" in line
+    assert "https://download.pytorch.org/whl/cpu" in line and "pip install '.[torch]'" in line
+
+
 def _voice_with_two_checkpoints(tmp_path: Path) -> tuple[Path, Path, Path]:
     """An SBV2 folder holding an older checkpoint (seed 1) and a newer one (seed 0)."""
     from yomiage.devtools.voice_writer import make_voice

@@ -66,9 +66,19 @@ class ModelLoadError(YomiageError):
     """A voice or BERT folder is missing, corrupt or does not match the architecture."""
 
 
+# The torch the README installs before ``yomiage[torch]``: left to the extra's plain
+# ``torch`` requirement, pip takes PyPI's Linux build, the multi-GB CUDA one.
+TORCH_FIRST = (
+    "pip install torch==2.13.0 first (add --index-url https://download.pytorch.org/whl/cpu "
+    "for the CPU-only build)"
+)
+
+
 def install_hint(extra: str) -> str:
-    """How to install an extra, from PyPI and (until yomiage is published there) a checkout."""
-    return f"pip install 'yomiage[{extra}]' (from a checkout: pip install '.[{extra}]')"
+    """How to install an extra, from PyPI and (until yomiage is published there) a checkout;
+    for ``torch``, the PyTorch build to install first."""
+    hint = f"pip install 'yomiage[{extra}]' (from a checkout: pip install '.[{extra}]')"
+    return f"{TORCH_FIRST}, then {hint}" if extra == "torch" else hint
 
 
 class MissingExtraError(YomiageError, ImportError):
