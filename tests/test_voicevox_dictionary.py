@@ -95,18 +95,25 @@ def test_a_word_added_the_voicevox_way_is_read_and_shared(tts: TTS, http: httpx.
 
 
 def test_bad_words_are_refused_with_the_reason(http: httpx.Client) -> None:
+    # Words the dictionary refuses: VOICEVOX's 422 with a message.
     cases = [
         ({"surface": "x", "pronunciation": "abc", "accent_type": 0}, "katakana"),
         ({"surface": "語", "pronunciation": "ゴ", "accent_type": 5}, "accent"),
-        ({"surface": "語", "pronunciation": "ゴ", "accent_type": 1, "priority": 11}, "priority"),
-        ({"surface": "語", "pronunciation": "ゴ", "accent_type": 1, "word_type": "X"}, "word_type"),
-        ({"surface": "語", "pronunciation": "ゴ"}, "accent_type"),
         ({"surface": "語", "pronunciation": "ゴ" * 1000, "accent_type": 1}, "at most"),
     ]
     for params, reason in cases:
         refused = http.post("/user_dict_word", params=params)
         assert refused.status_code == 422, params
         assert reason in refused.json()["detail"], refused.json()
+    # Parameters of the wrong shape: FastAPI's 422 naming the parameter, as VOICEVOX's.
+    for params, name in (
+        ({"surface": "語", "pronunciation": "ゴ", "accent_type": 1, "priority": 11}, "priority"),
+        ({"surface": "語", "pronunciation": "ゴ", "accent_type": 1, "word_type": "X"}, "word_type"),
+        ({"surface": "語", "pronunciation": "ゴ"}, "accent_type"),
+    ):
+        malformed = http.post("/user_dict_word", params=params)
+        assert malformed.status_code == 422, params
+        assert malformed.json()["detail"][0]["loc"] == ["query", name], malformed.json()
     missing = http.put(f"/user_dict_word/{word_uuid('nothing')}", params=cases[0][0])
     assert missing.status_code == 422 and "no word with uuid" in missing.json()["detail"]
     assert http.get("/user_dict").json() == {}
@@ -122,7 +129,7 @@ def test_import_checks_every_word_and_override_decides(http: httpx.Client) -> No
     body = {"a": word("鬼滅", "オニメツ", 2), "b": word("呪術", "ジュジュツ", 1, priority=7)}
     bad = http.post("/import_user_dict", params={"override": "true"},
                     json={**body, "c": word("x", "abc", 0)})  # fmt: skip
-    assert bad.status_code == 422 and "word 'c'" in bad.json()["detail"]
+    assert bad.status_code == 422 and "word 'c'" in bad.json()["detail"][0]["msg"]
     assert len(http.get("/user_dict").json()) == 1  # nothing of a refused import is used
     assert http.post("/import_user_dict", json=body).status_code == 422  # override is required
 

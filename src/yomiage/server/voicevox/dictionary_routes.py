@@ -23,13 +23,21 @@ from yomiage.server.voicevox.http import (
     VoxError,
     flag_param,
     int_param,
+    invalid,
     json_body,
     json_response,
     no_content,
+    text_param,
     vox_router,
 )
 from yomiage.text.user_dict import UserWord
-from yomiage.voicevox.user_dict import word_json, word_type_of, word_uuid, words_from_import
+from yomiage.voicevox.user_dict import (
+    WORD_TYPE_NAMES,
+    word_json,
+    word_type_of,
+    word_uuid,
+    words_from_import,
+)
 
 if TYPE_CHECKING:
     from yomiage.server.state import ServerState
@@ -61,19 +69,28 @@ def add_voicevox_dictionary_routes(app: FastAPI, state: ServerState) -> None:
         raise VoxError(422, f"no word with uuid {uid[:60]!r}; GET /user_dict lists them")
 
     def word_from(request: Request) -> UserWord:
-        params = request.query_params
-        for name in ("surface", "pronunciation"):
-            if name not in params:
-                raise VoxError(422, f"query parameter {name!r} is required")
+        """The word the query parameters give. Parameters of the wrong type or range are
+        malformed (VOICEVOX's FastAPI checks them); a word the dictionary refuses is
+        VOICEVOX's 422 with a message."""
+        surface = text_param(request, "surface")
+        pronunciation = text_param(request, "pronunciation")
         accent = int_param(request, "accent_type")
         priority = int_param(request, "priority", required=False)
+        if priority is not None and not 0 <= priority <= 10:  # VOICEVOX's range, and ours
+            kind = "less_than_equal" if priority > 10 else "greater_than_equal"
+            raise invalid(("query", "priority"), "query parameter 'priority' must be 0-10", kind)
+        word_type = request.query_params.get("word_type")
+        if word_type is not None and word_type not in WORD_TYPE_NAMES:
+            names = ", ".join(WORD_TYPE_NAMES)
+            raise invalid(("query", "word_type"), f"query parameter 'word_type' must be one "
+                                                  f"of {names}", "enum")  # fmt: skip
         try:
             return UserWord.create(
-                params["surface"],
-                params["pronunciation"],
+                surface,
+                pronunciation,
                 accent,
                 5 if priority is None else priority,
-                word_type_of(params.get("word_type")),
+                word_type_of(word_type),
             )
         except UserDictionaryError as exc:
             raise VoxError(422, str(exc)) from None
@@ -116,8 +133,8 @@ def add_voicevox_dictionary_routes(app: FastAPI, state: ServerState) -> None:
         body = await json_body(request)
         try:
             words = words_from_import(body)
-        except UserDictionaryError as exc:
-            raise VoxError(422, str(exc)) from None
+        except UserDictionaryError as exc:  # as VOICEVOX's FastAPI checks the body's words
+            raise invalid(("body",), str(exc)) from None
         await call(lambda: state.service.update_words(words, (), not override))
         return no_content()
 

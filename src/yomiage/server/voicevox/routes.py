@@ -25,11 +25,14 @@ from yomiage.server.config import Compat
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox.http import (
     VoxError,
+    body_loc,
     flag_param,
     int_param,
+    invalid,
     json_body,
     json_response,
     no_content,
+    text_param,
     vox_router,
 )
 from yomiage.server.voicevox.streaming_routes import add_streaming_routes
@@ -44,6 +47,7 @@ from yomiage.voicevox.ids import VoxSpeaker, VoxStyle
 from yomiage.voicevox.kana import KanaError, kana_text, parse_kana
 from yomiage.voicevox.model import (
     AudioQuery,
+    QueryError,
     parse_accent_phrases,
     parse_audio_query,
 )
@@ -89,7 +93,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("GET", "/speaker_info")
     async def speaker_info(request: Request) -> Response:
-        uid = request.query_params.get("speaker_uuid", "")
+        uid = text_param(request, "speaker_uuid")
         speaker = vox.catalog.by_uuid.get(uid)
         if speaker is None:
             raise VoxError(404, f"no speaker with uuid {uid[:60]!r}; GET /speakers lists them")
@@ -99,6 +103,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             "policy": licence or f"{speaker.voice}: the voice's publisher gave no licence text "
                                  "with it; ask them what its use allows.",
             "portrait": "",
+            # A style with no portrait of its own: null, as VOICEVOX's engine sends it
+            # (its document says string); editors then show the speaker's.
             "style_infos": [{"id": s.id, "icon": "", "portrait": None, "voice_samples": []}
                             for s in speaker.styles],
         })  # fmt: skip
@@ -133,19 +139,20 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     @route("POST", "/audio_query")
     async def make_audio_query(request: Request) -> Response:
         style = style_of(request)
-        query = await read(request, style, request.query_params.get("text", ""))
+        query = await read(request, style, text_param(request, "text"))
         return json_response(vox.query_out(query))
 
     @route("POST", "/audio_query_from_preset")
     async def query_from_preset(request: Request) -> Response:
         preset_id = int_param(request, "preset_id")
+        text = text_param(request, "text")
         preset = presets.get(preset_id) if preset_id is not None else None
         if preset is None:
             raise VoxError(422, f"no preset with id {preset_id}")
         style = vox.styles.get(preset.style_id)
         if style is None:
             raise VoxError(422, f"preset {preset_id} names style {preset.style_id}, not loaded")
-        query = await read(request, style, request.query_params.get("text", ""))
+        query = await read(request, style, text)
         scales = {k: v for k, v in preset.to_json().items()
                   if k not in ("id", "name", "speaker_uuid", "style_id")}  # fmt: skip
         return json_response({**vox.query_out(query), **scales})
@@ -182,7 +189,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     @route("POST", "/accent_phrases")
     async def make_accent_phrases(request: Request) -> Response:
         style = style_of(request)
-        text = request.query_params.get("text", "")
+        text = text_param(request, "text")
         if flag_param(request, "is_kana", False):
             check_text(text, "text")
             return await retimed(request, style, _kana(text), "text")
@@ -191,7 +198,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("POST", "/validate_kana")
     async def validate_kana(request: Request) -> Response:
-        _kana(request.query_params.get("text", ""))
+        _kana(text_param(request, "text"))
         return json_response(True)
 
     async def requery(request: Request) -> Response:
@@ -247,8 +254,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         style = style_of(request)
         body = await json_body(request)
         if not isinstance(body, list) or not 0 < len(body) <= MAX_QUERIES:
-            raise VoxError(422, f"the body must be a list of 1-{MAX_QUERIES} AudioQueries")
-        queries = [vox.query_in(parse_audio_query(q)) for q in body]
+            raise invalid(("body",), f"the body must be a list of 1-{MAX_QUERIES} AudioQueries")
+        queries = [vox.query_in(_query_at(n, q)) for n, q in enumerate(body)]
         if len({q.outputSamplingRate for q in queries}) > 1:
             raise VoxError(422, "the queries ask for different sampling rates")
         check_cost(queries)
@@ -279,6 +286,14 @@ def _zip(wavs: Sequence[bytes], check: Callable[[], None]) -> bytes:
             check()
             archive.writestr(f"{i:03d}.wav", data)
     return out.getvalue()
+
+
+def _query_at(n: int, data: Any) -> AudioQuery:
+    """The ``n``th query of a list, a fault in it placed under its index."""
+    try:
+        return parse_audio_query(data)
+    except QueryError as exc:
+        raise invalid(["body", n, *body_loc(exc.field)[1:]], f"query {n + 1}: {exc}") from None
 
 
 def _kana(text: str) -> list[PhraseSpec]:
@@ -319,6 +334,8 @@ def _manifest(sample_rate: int, compat: Compat) -> dict[str, Any]:
         "terms_of_service": "Each voice has its own licence: GET /speaker_info shows it.",
         "update_infos": [],
         "dependency_licenses": [],
+        # null, as VOICEVOX's engine sends it while it takes no library (manage_library is
+        # false); its document says string and leaves the null out (docs/voicevox.md).
         "supported_vvlib_manifest_version": None,
         "supported_features": features,
     }

@@ -25,7 +25,14 @@ from starlette.types import Receive, Scope, Send
 
 from yomiage.server.engine.service import EngineRequest
 from yomiage.server.state import ServerState
-from yomiage.server.voicevox.http import Handler, Route, VoxError, flag_param, json_body
+from yomiage.server.voicevox.http import (
+    Handler,
+    Route,
+    VoxError,
+    flag_param,
+    invalid,
+    json_body,
+)
 from yomiage.server.voicevox.synthesis import VoxSynthesis
 from yomiage.server.voicevox.work import VoxWork
 from yomiage.voicevox.model import AudioQuery, parse_audio_query
@@ -52,9 +59,10 @@ def add_streaming_routes(
         flag_param(request, "enable_interrogative_upspeak", True)
         start_offset = _seconds(request, "start_offset", 0.0, zero_ok=True)
         if start_offset > vox.max_seconds:  # past any audio this server makes
-            raise VoxError(
-                422, f"query parameter 'start_offset' must be at most {vox.max_seconds:g} "
-                "seconds (the most audio this server makes a request)",
+            raise invalid(
+                ("query", "start_offset"), f"query parameter 'start_offset' must be at most "
+                f"{vox.max_seconds:g} seconds (the most audio this server makes a request)",
+                "less_than_equal",
             )  # fmt: skip
         # A segment as long as the longest audio holds it all: what any longer one means
         # (1e308 overflowed the sample count it became, a 500).
@@ -81,22 +89,24 @@ def add_streaming_routes(
 
 
 def _seconds(request: Request, name: str, default: float, *, zero_ok: bool = False) -> float:
-    """A query parameter in seconds: finite, positive (or zero if ``zero_ok``); else 422."""
+    """A query parameter in seconds: finite, positive (or zero if ``zero_ok``); else a
+    422 shaped as the other malformed parameters."""
     raw = request.query_params.get(name)
     if raw is None:
         return default
     try:
         value = float(raw)
     except ValueError:
-        raise VoxError(
-            422, f"query parameter {name!r} must be a number, not {raw[:40]!r}"
-        ) from None
+        raise invalid(("query", name), f"query parameter {name!r} must be a number, "
+                                       f"not {raw[:40]!r}", "float_parsing") from None  # fmt: skip
     if not math.isfinite(value):  # nan, inf, and 1e400, which float() makes inf
-        raise VoxError(422, f"query parameter {name!r} must be a finite number of seconds, "
-                            f"not {raw[:40]!r}")  # fmt: skip
+        raise invalid(("query", name), f"query parameter {name!r} must be a finite number of "
+                                       f"seconds, not {raw[:40]!r}", "finite_number")  # fmt: skip
     if value < 0 or (value == 0 and not zero_ok):
         least = "0 or more" if zero_ok else "more than 0"
-        raise VoxError(422, f"query parameter {name!r} must be {least} seconds, not {raw[:40]!r}")
+        kind = "greater_than_equal" if zero_ok else "greater_than"
+        raise invalid(("query", name), f"query parameter {name!r} must be {least} seconds, "
+                                       f"not {raw[:40]!r}", kind)  # fmt: skip
     return value
 
 

@@ -18,7 +18,7 @@ from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
 from yomiage.options import SynthesisOptions
 from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.state import ServerState
-from yomiage.server.voicevox.http import VoxError, int_param
+from yomiage.server.voicevox.http import VoxError, int_param, invalid
 from yomiage.server.voicevox.work import VoxWork
 from yomiage.text.g2p import Phonemes
 from yomiage.voicevox import aivisspeech
@@ -110,8 +110,10 @@ class VoxSynthesis:
             raise VoxError(413, f"{what} has {count} characters; this server reads {limit}")
 
     def check_text(self, text: str, field: str) -> None:
+        """``field``: the ``text`` query parameter, or the part of the body it came from."""
         if not text.strip():
-            raise VoxError(422, f"{field} is empty")
+            loc = ("query", field) if field == "text" else ("body", field)
+            raise invalid(loc, f"{field} is empty")
         self.check_chars(len(text), field)
 
     def check_cost(self, queries: Sequence[AudioQuery]) -> None:
