@@ -26,8 +26,8 @@ class SynthesisFields(BaseModel):
     sdp_ratio: float | None = None
     noise: float | None = None
     noise_w: float | None = None
-    pitch_scale: float | None = Field(None, description="needs yomiage[pitch] on the server")
-    intonation_scale: float | None = Field(None, description="needs yomiage[pitch] on the server")
+    pitch_scale: float | None = Field(None, description="F0 times this, by WORLD")
+    intonation_scale: float | None = Field(None, description="F0 contour around its mean, by WORLD")
     seed: int | None = Field(None, description="same seed, same audio")
     sample_rate: int | None = Field(
         None, description="output rate in Hz (default: the voice's; opus 48000; OpenAI pcm 24000)"

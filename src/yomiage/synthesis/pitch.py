@@ -2,8 +2,9 @@
 
 The model has no pitch control of its own, so the finished audio of a sentence
 is analysed and re-synthesized: every voiced frame's F0 becomes
-``pitch_scale * mean + intonation_scale * (f0 - mean)``. Needs ``pyworld``
-(the ``[pitch]`` extra); the output length may differ by a few milliseconds.
+``pitch_scale * mean + intonation_scale * (f0 - mean)``. Needs ``pyworld``, a
+dependency of every install (the ``[pitch]`` extra, once needed, is kept as an
+empty alias); the output length may differ by a few milliseconds.
 """
 
 from __future__ import annotations
@@ -17,12 +18,23 @@ from yomiage.errors import MissingExtraError
 
 
 def require_world() -> Any:
-    """The ``pyworld`` module, or MissingExtraError naming the extra to install."""
+    """The ``pyworld`` module, or MissingExtraError saying how to install it (an install
+    that lost it: ``yomiage[pitch]`` brings it back)."""
     try:
         import pyworld
     except ImportError:
-        raise MissingExtraError("pitch_scale and intonation_scale", "pitch", "pyworld") from None
+        raise MissingExtraError("pitch_scale or intonation_scale", "pitch", "pyworld") from None
     return pyworld
+
+
+def world_available() -> bool:
+    """Whether pitch_scale and intonation_scale can work here: what an API that
+    advertises them (VOICEVOX's engine manifest) must check rather than assume."""
+    try:
+        require_world()
+    except MissingExtraError:
+        return False
+    return True
 
 
 def adjust_pitch(

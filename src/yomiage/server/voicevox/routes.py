@@ -38,6 +38,7 @@ from yomiage.server.voicevox.http import (
 from yomiage.server.voicevox.streaming_routes import add_streaming_routes
 from yomiage.server.voicevox.synthesis import VoxSynthesis
 from yomiage.server.voicevox.work import VoxWork
+from yomiage.synthesis.pitch import world_available
 from yomiage.text.accent_phrases import PhraseSpec
 from yomiage.voicevox import aivisspeech
 from yomiage.voicevox.aivm_info import policy
@@ -316,8 +317,14 @@ def _speaker_json(speaker: VoxSpeaker) -> dict[str, Any]:
 
 def _manifest(sample_rate: int, compat: Compat) -> dict[str, Any]:
     """VOICEVOX's engine manifest; as AivisSpeech's (``--compat aivisspeech``), its audio
-    and frame rates, which its clients assume, and no pause lengths (they are ignored)."""
+    and frame rates, which its clients assume, and no pause lengths (they are ignored).
+    The editor shows a slider only for a feature said here, so each is one that works:
+    pitch and (VOICEVOX's) intonation only where WORLD does."""
     features = {key: value for key, (value, _) in SUPPORTED_FEATURES.items()}
+    if not world_available():
+        features["adjust_pitch_scale"] = False
+        if compat != "aivisspeech":  # AivisSpeech's intonation is the style's strength
+            features["adjust_intonation_scale"] = False
     frame_rate = sample_rate / 512
     if compat == "aivisspeech":
         sample_rate, frame_rate = aivisspeech.SAMPLING_RATE, aivisspeech.FRAME_RATE
