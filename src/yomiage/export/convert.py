@@ -56,19 +56,27 @@ def _silent(message: str) -> None:
     """The default ``progress``: nothing."""
 
 
+# torch's loggers do not propagate to the root logger: torch gives its own a handler
+# (the ``W1126 ...`` lines), so the exporter's is quieted by name.
+_OWN_HANDLERS = ("torch.onnx",)
+
+
 @contextlib.contextmanager
 def quiet_exporters() -> Iterator[None]:
     """Hide torch.onnx's and ONNX Runtime's warnings to their developers (deprecations,
-    shape-inference notes, "consider pre-processing") while a conversion runs."""
-    root = logging.getLogger()
-    level = root.level
+    shape-inference notes, "consider pre-processing", "torchvision is not installed")
+    while a conversion runs; errors still show."""
+    loggers = [logging.getLogger(), *map(logging.getLogger, _OWN_HANDLERS)]
+    levels = [logger.level for logger in loggers]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        root.setLevel(max(level, logging.ERROR))
+        for logger in loggers:
+            logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))
         try:
             yield
         finally:
-            root.setLevel(level)
+            for logger, level in zip(loggers, levels, strict=True):
+                logger.setLevel(level)
 
 
 @dataclass(frozen=True)
