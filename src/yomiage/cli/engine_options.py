@@ -69,10 +69,10 @@ def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--noise", type=float, metavar="X", help=f"default {d.noise}")
     g.add_argument("--noise-w", type=float, metavar="X", help=f"default {d.noise_w}")
     g.add_argument(
-        "--pitch-scale", type=float, metavar="X", help="needs yomiage[pitch] (default 1)"
+        "--pitch-scale", type=float, metavar="X", help="F0 times X, by WORLD (default 1)"
     )
     g.add_argument(
-        "--intonation-scale", type=float, metavar="X", help="needs yomiage[pitch] (default 1)"
+        "--intonation-scale", type=float, metavar="X", help="F0 contour times X (default 1)"
     )
     g.add_argument("--seed", type=int, metavar="N", help="same seed, same audio")
     g.add_argument(
