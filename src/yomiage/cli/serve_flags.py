@@ -35,7 +35,8 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
         add_flag(models, ServerConfig, name)
     # empty: the names of a loopback bind, else any (yomiage.cli.serve.server_config)
     add_flag(net, ServerConfig, "allowed_hosts", default=[])
-    for name in ("max_audio_seconds", "header_timeout", "body_timeout", "max_connections"):
+    for name in ("max_audio_seconds", "header_timeout", "body_timeout", "send_timeout",
+                 "max_connections"):  # fmt: skip
         add_flag(net, ServerConfig, name)
     net.add_argument(
         "--worker-timeout",

@@ -102,7 +102,9 @@ class ServerConfig:
     the connection (or of the last response), a body within ``body_timeout``
     s of its head (408 otherwise), and at most ``max_connections`` are open
     at once (the oldest idle one is closed for a new one), so stalled sockets
-    cannot use up the file descriptors (docs/server.md, "Limits and timeouts").
+    cannot use up the file descriptors (docs/server.md, "Limits and timeouts");
+    a client that takes none of its response for ``send_timeout`` s while the
+    server waits to send is disconnected, so it holds no slot and no memory.
 
     Each field is declared once with its ``yomiage serve`` flag and bounds
     (:func:`~yomiage.settings.setting`); build one from flag or argument values
@@ -196,6 +198,13 @@ class ServerConfig:
         "open connections at most; a new one closes the oldest idle one (default %(default)s, "
         "lowered to fit the open-file limit)",
         metavar="N", ge=2,
+    )  # fmt: skip
+    send_timeout: float = setting(
+        60.0, "--send-timeout",
+        "a client must take some of its response within S seconds whenever the server "
+        "waits to send, else the connection is closed and its synthesis stopped "
+        "(default %(default)g)",
+        metavar="S", gt=0,
     )  # fmt: skip
     compat: Compat = setting(
         "voicevox", "--compat",

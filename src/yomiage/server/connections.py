@@ -1,4 +1,4 @@
-"""Connections that cannot pile up: a deadline for each request head, and a cap.
+"""Connections that cannot pile up: deadlines for each request head and each send, and a cap.
 
 uvicorn times out idle keep-alive connections but not a client that opens a
 socket and sends its request head a byte at a time, or nothing at all: a
@@ -13,7 +13,16 @@ additions:
 * at most ``max_connections`` are open at once. A new one over the cap closes
   the oldest connection that is only waiting for a request head (a stalled
   or idle keep-alive client), so ``/health`` still gets through; if every
-  connection is busy with a request, the new one is answered 503 and closed.
+  connection is busy with a request, the new one is answered 503 and closed;
+* a response the client does not take is dropped: once the socket's write
+  buffer is full (the transport pauses writing, and a streamed response's
+  next send waits), the client must take some of it within ``send_timeout``
+  seconds, and again within each ``send_timeout`` after that, until the
+  buffer drains. Otherwise the connection is aborted (its unsent bytes
+  freed), which the app sees as the client leaving: the synthesis stops and
+  its slot is freed. A client that never read held a slot for as long as it
+  kept its socket, and each whole WAV sent to one stayed in memory (ten
+  clients: 1.6 GB).
 
 Bodies are timed in the app (:mod:`yomiage.server.request_body`).
 """
@@ -23,12 +32,15 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
+from collections.abc import Callable
 from typing import Any, cast
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from yomiage.server.errors import error_body
 
+log = logging.getLogger(__name__)
 _ORDER = itertools.count()
 
 
@@ -46,15 +58,23 @@ class _Guard:
 
     header_timeout: float = 20.0
     max_connections: int = 1000
+    send_timeout: float = 60.0
     # uvicorn's protocol sets these:
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
     connections: set[Any]
     cycle: Any
+    client: tuple[str, int] | None
 
     _head_timer: asyncio.TimerHandle | None = None
     _head_marker: Any = None
     _opened: int = 0  # the order connections came in (the oldest idle one goes first)
+    _send_timer: asyncio.TimerHandle | None = None
+    _unsent: int = 0  # bytes waiting in the write buffer when the send deadline was set
+
+    @staticmethod
+    def _dropped() -> None:
+        """Called once for each connection dropped for not reading (a metric)."""
 
     def _waiting_for_head(self) -> bool:
         cycle = self.cycle
@@ -88,7 +108,41 @@ class _Guard:
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
+        self._stop_send_deadline()
         cast(Any, super()).connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        cast(Any, super()).pause_writing()
+        if self._send_timer is None:
+            self._unsent = self.transport.get_write_buffer_size()
+            self._send_timer = self.loop.call_later(self.send_timeout, self._send_expired)
+
+    def resume_writing(self) -> None:
+        self._stop_send_deadline()
+        cast(Any, super()).resume_writing()
+
+    def _stop_send_deadline(self) -> None:
+        if self._send_timer is not None:
+            self._send_timer.cancel()
+            self._send_timer = None
+
+    def _send_expired(self) -> None:
+        """The client had ``send_timeout`` s to take some of what waits for it."""
+        self._send_timer = None
+        unsent = self.transport.get_write_buffer_size()
+        if unsent == 0:  # all taken; resume_writing comes next
+            return
+        if unsent < self._unsent:  # it took some: a slow reader, not a stalled one
+            self._unsent = unsent
+            self._send_timer = self.loop.call_later(self.send_timeout, self._send_expired)
+            return
+        where = f"{self.client[0]}:{self.client[1]}" if self.client else "a client"
+        log.warning(
+            "%s took none of its response for %g s (--send-timeout); closed the connection "
+            "with %d bytes unsent", where, self.send_timeout, unsent,
+        )  # fmt: skip
+        self._dropped()
+        self.transport.abort()  # frees the buffer; the app sees the client leave
 
     def _arm(self) -> None:
         if self._head_timer is not None:
@@ -126,9 +180,21 @@ class _Guard:
         return True
 
 
-def guarded_protocol(header_timeout: float, max_connections: int) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol with a request-head deadline and a connection cap;
-    pass it as ``uvicorn.Config(http=...)``."""
-    attributes = {"header_timeout": header_timeout, "max_connections": max_connections}
+def guarded_protocol(
+    header_timeout: float,
+    max_connections: int,
+    send_timeout: float = 60.0,
+    dropped: Callable[[], None] | None = None,
+) -> type[asyncio.Protocol]:
+    """uvicorn's HTTP protocol with a request-head deadline, a send deadline and a
+    connection cap; pass it as ``uvicorn.Config(http=...)``. ``dropped`` is called for
+    each connection closed because its client did not read (the server's metric)."""
+    attributes: dict[str, Any] = {
+        "header_timeout": header_timeout,
+        "max_connections": max_connections,
+        "send_timeout": send_timeout,
+    }
+    if dropped is not None:
+        attributes["_dropped"] = staticmethod(dropped)
     cls = type("GuardedHTTPProtocol", (_Guard, AutoHTTPProtocol), attributes)
     return cast(type[asyncio.Protocol], cls)

@@ -304,6 +304,11 @@ class ServerMetrics:
         self.disconnects = r.counter(
             "yomiage_client_disconnects_total", "Clients that left before their audio was done."
         )
+        self.send_timeouts = r.counter(
+            "yomiage_send_timeouts_total",
+            "Connections closed because the client took none of its response for "
+            "--send-timeout seconds (its synthesis stopped, its memory freed).",
+        )
         self.voices = r.gauge("yomiage_voices_loaded", "Voices loaded.")
         # Read when scraped, as /ready answers: set at start and stop only, it said 1
         # all through a worker's restart while /ready said 503.

@@ -35,8 +35,14 @@ def connection_cap(wanted: int) -> int:
 
 def uvicorn_config(app: Any, config: ServerConfig, **kwargs: Any) -> uvicorn.Config:
     """uvicorn's settings for ``app``: request heads within ``config.header_timeout``,
-    at most ``config.max_connections`` sockets (:mod:`yomiage.server.connections`)."""
-    protocol = guarded_protocol(config.header_timeout, config.max_connections)
+    responses taken within ``config.send_timeout``, at most ``config.max_connections``
+    sockets (:mod:`yomiage.server.connections`). Connections dropped for not reading
+    are counted in the app's metrics (``create_app``'s app)."""
+    state = getattr(getattr(app, "state", None), "yomiage", None)
+    dropped = state.metrics.send_timeouts.inc if state is not None else None
+    protocol = guarded_protocol(
+        config.header_timeout, config.max_connections, config.send_timeout, dropped
+    )
     return uvicorn.Config(app, http=protocol, **kwargs)
 
 
