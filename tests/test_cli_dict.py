@@ -64,3 +64,20 @@ def test_dict_add_past_the_cap_is_one_message_and_changes_nothing(
     assert f"at most {MAX_WORDS}" in err and "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
     assert path.read_bytes() == saved
+
+
+@pytest.mark.parametrize("content", ["{}", "[]", '{"words": 3}', '{"version": 1}'])
+def test_a_user_dictionary_without_a_words_list_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str
+) -> None:
+    """Issue 31, 18: a file holding ``{}`` gave "cannot read the user dictionary
+    empty_dict.json: 'words'", a bare KeyError."""
+    path = tmp_path / "words.json"
+    path.write_text(content, "utf-8")
+    why = """it has no 'words' list (a user dictionary is {"words": [...]})"""
+    assert UserDictionary(path).problem == f"cannot read the user dictionary {path}: {why}"
+    assert main(["dict", "add", "鬼滅", "キメツ", "--user-dict", str(path)]) == 1
+    assert f"yomiage dict: cannot read the user dictionary {path}: {why}; fix or move" in (
+        capsys.readouterr().err
+    )
+    assert path.read_text("utf-8") == content

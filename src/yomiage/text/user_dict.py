@@ -169,6 +169,9 @@ def _signature(path: Path) -> _Signature | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
+_SHAPE = '{"words": [...]}'  # what a file must be, for the message that says it is not
+
+
 class UserDictionary:
     """Words added by the user: kept in memory only (``path=None``, the default of the
     library), or in a JSON file that several engines and processes may share.
@@ -228,9 +231,9 @@ class UserDictionary:
         ``problem`` set and nothing (``warn``: each in one log line)."""
         try:
             data = json.loads(path.read_text("utf-8"))
-            entries = data["words"]
+            entries = data.get("words") if isinstance(data, dict) else None
             if not isinstance(entries, list):
-                raise TypeError("'words' is not a list")
+                raise TypeError(f"it has no 'words' list (a user dictionary is {_SHAPE})")
         except FileNotFoundError:  # also a broken file since deleted: nothing to refuse
             self.problem = None
             return _Contents({}, ())
