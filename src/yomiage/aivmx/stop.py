@@ -35,11 +35,13 @@ class DownloadStoppedError(SourceError):
 
 class FetchStop:
     """The deadline of one fetch (``timeout`` seconds from now; None: none) and its stop.
+    ``limit``: the time limit its message names, where the fetch got what was left of
+    a longer one (a server's install had received its form first); default ``timeout``.
 
     Thread-safe: the fetch runs on one thread, :meth:`stop` may come from any other."""
 
-    def __init__(self, timeout: float | None = None) -> None:
-        self.timeout = timeout
+    def __init__(self, timeout: float | None = None, *, limit: float | None = None) -> None:
+        self.timeout = timeout if limit is None else limit
         self.deadline = None if timeout is None else time.monotonic() + timeout
         self._lock = threading.Lock()
         self._why: str | None = None
@@ -64,6 +66,15 @@ class FetchStop:
         for sock in sockets:
             _shut(sock)
 
+    def expire(self) -> None:
+        """As :meth:`stop`, for a caller whose own clock for this deadline ran out first:
+        the fetch ends with DownloadTimeoutError."""
+        with self._lock:
+            self.deadline = time.monotonic()
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
     def check(self, source: str) -> None:
         """Raise DownloadStoppedError or DownloadTimeoutError if the fetch must end."""
         if self._why is not None:
@@ -72,7 +83,7 @@ class FetchStop:
             )
         if self.remaining() == 0.0:
             raise DownloadTimeoutError(
-                f"the fetch of {shown(source)} did not end within {self.timeout:g} s; the "
+                f"the fetch of {shown(source)} did not end within {self.timeout or 0:g} s; the "
                 "source is too slow for the server's --install-timeout",
                 source=source,
             )

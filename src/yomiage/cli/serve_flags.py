@@ -31,7 +31,7 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
                  "cors_origins", "cors_local_apps", "dict_api"):  # fmt: skip
         add_flag(net, ServerConfig, name)
     models = p.add_argument_group("voices installed while serving (AivisSpeech's /aivm_models)")
-    for name in ("models_dir", "model_api", "max_upload_bytes"):
+    for name in ("models_dir", "model_api", "max_upload_bytes", "install_timeout"):
         add_flag(models, ServerConfig, name)
     # empty: the names of a loopback bind, else any (yomiage.cli.serve.server_config)
     add_flag(net, ServerConfig, "allowed_hosts", default=[])

@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
@@ -38,20 +39,28 @@ from yomiage.server.threads import ServerThreads
 log = logging.getLogger(__name__)
 
 
-def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) -> FastAPI:
+def create_app(
+    engine: TTS | SpeechService,
+    config: ServerConfig | None = None,
+    *,
+    cache_dir: Path | str | None = None,
+) -> FastAPI:
     """The app for a prepared engine (``TTS(...).load(...).prepare()``) or a service.
 
     Starting it (its lifespan) warms every voice in the background unless
-    ``config.warmup`` is false; ``/ready`` answers 200 once that is done.
+    ``config.warmup`` is false; ``/ready`` answers 200 once that is done. An engine
+    with no voice serves only where voices can be installed or loaded while it runs
+    (``config.models_dir`` with the model API on): synthesis answers 404 until then.
     """
     config = config or ServerConfig()
     service = LocalService(engine) if isinstance(engine, TTS) else engine
     voices = service.voices
-    if not voices:
+    can_install = config.models_dir is not None and config.model_api != "off"
+    if not voices and not can_install:
         raise ValueError("the engine has no voices; load() and prepare() at least one")
-    default = config.default_voice or next(iter(voices))
+    default = config.default_voice or next(iter(voices), None)
     for alias, target in {"default_voice": default, **config.voice_aliases}.items():
-        if target not in voices:
+        if target is not None and target not in voices:
             raise ValueError(
                 f"{alias} names voice {target!r}, which is not loaded (loaded: {', '.join(voices)})"
             )
@@ -69,7 +78,13 @@ def create_app(engine: TTS | SpeechService, config: ServerConfig | None = None) 
     metrics.voices.set(len(voices))
     # Each request in flight needs a thread for its next window and one to close it.
     executor = ServerThreads(2 * config.max_concurrency + 1)
-    state = ServerState(service, config, gate, metrics, executor, default)
+    # The engine's cache, where its AIVMX voices are converted (the model manager removes
+    # the bundle of a voice it uninstalls): the TTS's own, else the caller's (serve passes
+    # its --cache-dir), else the default one, which the engine uses then too.
+    if cache_dir is None and isinstance(engine, TTS):
+        cache_dir = engine.cache_dir
+    state = ServerState(service, config, gate, metrics, executor, default,
+                        cache_dir=Path(cache_dir) if cache_dir is not None else None)  # fmt: skip
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

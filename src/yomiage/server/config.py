@@ -94,7 +94,8 @@ class ServerConfig:
     AivisSpeech's ``/aivm_models`` routes (None: no such routes); ``model_api``
     guards them like ``dict_api``: ``off``, ``read`` (list, load and unload: the
     default) or ``write`` (install, update and uninstall too); an upload may be
-    at most ``max_upload_bytes``.
+    at most ``max_upload_bytes``, and an install's upload or download must end
+    within ``install_timeout`` s (the change lock is taken only after it).
     ``max_audio_seconds``: the audio one VOICEVOX request may make, silences
     included, checked before it is made (None: the in-process engine's limit,
     else 900 s); the engine checks its own (:class:`~yomiage.limits.Limits`).
@@ -229,6 +230,12 @@ class ServerConfig:
         DEFAULT_MAX_UPLOAD_BYTES, "--max-upload-mb",
         "largest voice file an install may upload or download (default %(default)g MB)",
         metavar="MB", scale=1 << 20, ge=1,
+    )  # fmt: skip
+    install_timeout: float = setting(
+        1800.0, "--install-timeout",
+        "an install's upload or download must end within S seconds, else 408 (an upload) or "
+        "504 (a download) and nothing is kept (default %(default)g)",
+        metavar="S", gt=0,
     )  # fmt: skip
 
     def __post_init__(self) -> None:

@@ -6,15 +6,18 @@ AIVMX voice, hundreds of MB) or a ``url`` field, as ``multipart/form-data`` or
 body whole into memory within :attr:`ServerConfig.max_body_bytes`; this one is
 streamed instead, so the file is written chunk by chunk to the store's partial
 file (which enforces the upload's own size limit) and nothing of it is held in
-memory. Each chunk must arrive within ``idle_timeout`` seconds (a stalled client
-cannot hold the install lock), and the small fields have a small limit of their own.
+memory. Each chunk must arrive within ``idle_timeout`` seconds and the whole body
+within ``total_timeout`` (a client that trickles a byte now and then, or sends
+bytes after the closing boundary, cannot hold its connection and its partial file
+for ever), and the small fields have a small limit of their own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import parse_qs
 
@@ -34,6 +37,15 @@ class FormError(ValueError):
     """The body is not a form this route reads (its message says why; a 422)."""
 
 
+class UploadTimeout(TimeoutError):
+    """The body stalled past ``idle_timeout`` (``total`` False) or took longer than
+    ``total_timeout`` as a whole (``total`` True); the message says which."""
+
+    def __init__(self, message: str, *, total: bool) -> None:
+        super().__init__(message)
+        self.total = total
+
+
 class Sink(Protocol):
     """Where the file part's bytes go (the store's partial file)."""
 
@@ -42,28 +54,36 @@ class Sink(Protocol):
 
 @dataclass(frozen=True)
 class InstallForm:
-    """What the client sent: the file (written to the sink) or a URL to fetch."""
+    """What the client sent: the file (written to the sink) or a URL to fetch;
+    ``filename``: the file part's name as the client gave it (for messages)."""
 
     url: str | None
     has_file: bool
+    filename: str | None = None
 
 
 async def read_install_form(
-    receive: Receive, content_type: str, sink: Sink, *, idle_timeout: float
+    receive: Receive,
+    content_type: str,
+    sink: Sink,
+    *,
+    idle_timeout: float,
+    total_timeout: float | None = None,
 ) -> InstallForm:
     """Read the whole body; the ``file`` part is written to ``sink`` as it arrives.
 
     Raises :class:`FormError` for a body that is not such a form, whatever the
     sink raises (its size limit), :class:`ClientGone` if the client left and
-    TimeoutError if it stalled."""
+    :class:`UploadTimeout` if it stalled or ran out of time."""
+    clock = _Clock(idle_timeout, total_timeout)
     kind, params = parse_options_header(content_type)
     if kind == b"multipart/form-data":
         boundary = params.get(b"boundary")
         if not boundary:
             raise FormError("a multipart/form-data body needs a boundary in its Content-Type")
-        return await _multipart(receive, boundary, sink, idle_timeout)
+        return await _multipart(receive, boundary, sink, clock)
     if kind == b"application/x-www-form-urlencoded":
-        body = await _small_body(receive, idle_timeout)
+        body = await _small_body(receive, clock)
         urls = parse_qs(body.decode("utf-8", "replace")).get(URL_FIELD)
         return InstallForm(urls[0] if urls else None, False)
     raise FormError(
@@ -72,20 +92,43 @@ async def read_install_form(
     )
 
 
-async def _chunks(receive: Receive, idle_timeout: float) -> AsyncIterator[bytes]:
+@dataclass(frozen=True)
+class _Clock:
+    """How long the next chunk may take: the idle limit, cut to what is left of the total."""
+
+    idle: float
+    total: float | None
+    start: float = field(default_factory=time.monotonic)
+
+    async def next(self, receive: Receive) -> Message:
+        left = None if self.total is None else self.start + self.total - time.monotonic()
+        wait = self.idle if left is None else max(0.0, min(self.idle, left))
+        try:
+            return await asyncio.wait_for(receive(), wait)
+        except asyncio.TimeoutError:
+            if left is not None and left <= self.idle:
+                raise UploadTimeout(
+                    f"the upload did not end within {self.total:g} s (the server's "
+                    "--install-timeout)",
+                    total=True,
+                ) from None
+            raise UploadTimeout(f"the upload stalled for {self.idle:g} s", total=False) from None
+
+
+async def _chunks(receive: Receive, clock: _Clock) -> AsyncIterator[bytes]:
     more = True
     while more:
-        message: Message = await asyncio.wait_for(receive(), idle_timeout)
+        message: Message = await clock.next(receive)
         if message["type"] != "http.request":
             raise ClientGone
         more = message.get("more_body", False)
         yield message.get("body", b"")
 
 
-async def _small_body(receive: Receive, idle_timeout: float) -> bytes:
+async def _small_body(receive: Receive, clock: _Clock) -> bytes:
     parts: list[bytes] = []
     size = 0
-    async for chunk in _chunks(receive, idle_timeout):
+    async for chunk in _chunks(receive, clock):
         size += len(chunk)
         if size > MAX_FIELD_BYTES:
             raise FormError(f"the form's fields exceed {MAX_FIELD_BYTES} bytes")
@@ -102,6 +145,7 @@ class _Parts:
         self.name: str | None = None
         self.file_bytes: list[bytes] = []
         self.has_file = False
+        self.filename: str | None = None
         self.fields: dict[str, bytearray] = {}
         self.parts = 0
         self.field_bytes = 0
@@ -122,6 +166,8 @@ class _Parts:
         if self.header_field.lower() == b"content-disposition":
             _, params = parse_options_header(self.header_value)
             self.name = params.get(b"name", b"").decode("utf-8", "replace")
+            if self.name == FILE_FIELD and b"filename" in params:
+                self.filename = params[b"filename"].decode("utf-8", "replace")
         self.header_field = self.header_value = b""
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
@@ -135,9 +181,7 @@ class _Parts:
         self.fields.setdefault(self.name or "", bytearray()).extend(data[start:end])
 
 
-async def _multipart(
-    receive: Receive, boundary: bytes, sink: Sink, idle_timeout: float
-) -> InstallForm:
+async def _multipart(receive: Receive, boundary: bytes, sink: Sink, clock: _Clock) -> InstallForm:
     parts = _Parts()
     callbacks = {name: getattr(parts, name) for name in (
         "on_part_begin", "on_header_field", "on_header_value", "on_header_end", "on_part_data",
@@ -146,7 +190,7 @@ async def _multipart(
         parser = MultipartParser(boundary, callbacks)  # type: ignore[arg-type]
     except FormParserError as exc:  # a boundary longer than the parser takes
         raise FormError(f"the multipart body's boundary is refused: {exc}") from None
-    async for chunk in _chunks(receive, idle_timeout):
+    async for chunk in _chunks(receive, clock):
         try:
             parser.write(chunk)
         except FormParserError as exc:
@@ -160,4 +204,4 @@ async def _multipart(
         raise FormError(f"the multipart body is malformed: {exc}") from None
     url = parts.fields.get(URL_FIELD)
     return InstallForm(bytes(url).decode("utf-8", "replace").strip() if url else None,
-                       parts.has_file)  # fmt: skip
+                       parts.has_file, parts.filename)  # fmt: skip
