@@ -173,6 +173,28 @@ def test_a_huge_segment_length_sends_the_audio_whole_not_500(
             assert response.content == whole.content
 
 
+PHRASE_FIELDS: list[tuple[str | int, ...]] = [
+    (0, "accent"), (0, "moras", 0, "vowel_length"), (0, "moras", 0, "consonant_length"),
+    (0, "moras", 0, "pitch"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("route", ["/mora_data", "/mora_length", "/mora_pitch"])
+@pytest.mark.parametrize("path", PHRASE_FIELDS, ids=lambda p: ".".join(map(str, p)))
+def test_accent_phrase_numbers_out_of_range_are_refused_naming_the_field(
+    server: RunningServer, speaker: int, query: dict[str, Any], route: str,
+    path: tuple[str | int, ...],
+) -> None:  # fmt: skip
+    phrases = query["accent_phrases"]
+    with server.client() as http:
+        for token in NUMBERS.values():
+            response = http.post(
+                route, params={"speaker": speaker}, content=_with(phrases, path, token),
+                headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+            _answered(response, str(path[-1]))
+
+
 @pytest.mark.parametrize("name", ["speaker", "preset_id", "id", "accent_type", "priority"])
 def test_integer_query_parameters_out_of_range_are_refused_not_500(
     server: RunningServer, name: str
@@ -206,6 +228,22 @@ def test_imported_word_numbers_out_of_range_are_422(server: RunningServer, field
             )  # fmt: skip
             assert response.status_code == 422, (token, response.status_code, response.text)
         assert http.get("/user_dict").json() == {}
+
+
+@pytest.mark.parametrize("field", ["accent", "priority"])
+def test_native_dictionary_word_numbers_out_of_range_are_refused(
+    server: RunningServer, field: str
+) -> None:
+    word = {"surface": "鬼滅", "reading": "キメツ", "accent": 1, "priority": 5}
+    with server.client() as http:
+        for token in NUMBERS.values():
+            response = http.post(
+                "/v1/dictionary", content=_with(word, (field,), token),
+                headers={"Content-Type": "application/json"},
+            )  # fmt: skip
+            assert 400 <= response.status_code < 500, (token, response.text)
+            assert field in response.text
+        assert http.get("/v1/dictionary").json()["words"] == []
 
 
 PRESET_FIELDS = ["id", "style_id", "speedScale", "pitchScale", "intonationScale", "volumeScale",
