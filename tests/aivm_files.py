@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import uuid as uuidlib
 from pathlib import Path
 
 import onnx
@@ -23,6 +24,38 @@ def variant(**manifest: str) -> bytes:
     for prop in model.metadata_props:
         if prop.key == "aivm_manifest":
             prop.value = json.dumps({**json.loads(prop.value), **manifest}, ensure_ascii=False)
+    return bytes(model.SerializeToString())
+
+
+def own_voice(uuid: str, name: str) -> bytes:
+    """Another voice of its own: the tiny voice under a new uuid and name, with speaker
+    uuids of its own (derived from ``uuid``), so its VOICEVOX style ids are its own."""
+    model = onnx.load(str(AIVMX))
+    for prop in model.metadata_props:
+        if prop.key == "aivm_manifest":
+            manifest = json.loads(prop.value)
+            for n, speaker in enumerate(manifest["speakers"]):
+                speaker["uuid"] = str(uuidlib.uuid5(uuidlib.UUID(uuid), f"speaker {n}"))
+            prop.value = json.dumps({**manifest, "uuid": uuid, "name": name}, ensure_ascii=False)
+    return bytes(model.SerializeToString())
+
+
+def without_a_neutral_style(uuid: str) -> bytes:
+    """A voice whose styles are s0, s1, s2: it loads, then fails its warm-up (which reads
+    in the default style, "Neutral", that it does not have)."""
+    model = onnx.load(str(AIVMX))
+    for prop in model.metadata_props:
+        if prop.key == "aivm_manifest":
+            manifest = json.loads(prop.value)
+            for speaker in manifest["speakers"]:
+                for n, style in enumerate(speaker["styles"]):
+                    style["name"] = f"s{n}"
+            prop.value = json.dumps({**manifest, "uuid": uuid}, ensure_ascii=False)
+        if prop.key == "aivm_hyper_parameters":
+            hyper = json.loads(prop.value)
+            ids = hyper["data"]["style2id"].values()
+            hyper["data"]["style2id"] = {f"s{n}": i for n, i in enumerate(ids)}
+            prop.value = json.dumps(hyper)
     return bytes(model.SerializeToString())
 
 

@@ -205,7 +205,9 @@ def test_model_api_read_and_off(engine: TTS, tmp_path: Path) -> None:
         assert http.get("/aivm_models").status_code == 404
 
 
-def test_the_last_voice_stays_loaded(tmp_path: Path) -> None:
+def test_a_voice_the_server_started_with_stays_loaded(tmp_path: Path) -> None:
+    """A voice the program that made the app loaded (as ``--model`` does) is not the model
+    manager's: it is never unloaded, even when its file is in the models folder."""
     models = tmp_path / "models"
     models.mkdir()
     shutil.copy(AIVMX, models / "voice.aivmx")
@@ -216,9 +218,9 @@ def test_the_last_voice_stays_loaded(tmp_path: Path) -> None:
         with serve(tts, config) as running, running.client() as http:
             uuid = _model_uuid()
             refused = http.post(f"/aivm_models/{uuid}/unload")
-            assert refused.status_code == 400 and "only voice" in refused.json()["detail"]
-            assert http.delete(f"/aivm_models/{uuid}/uninstall").status_code == 400
-            assert (models / "voice.aivmx").exists()
+            assert refused.status_code == 400 and "started with" in refused.json()["detail"]
+            assert http.get(f"/aivm_models/{uuid}").json()["is_loaded"] is True
+            assert [v["name"] for v in http.get("/v1/audio/voices").json()["voices"]] == ["voice"]
 
 
 def _wait_ready(url: str, process: subprocess.Popen[str]) -> None:

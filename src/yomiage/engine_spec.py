@@ -34,7 +34,9 @@ QUANTIZE = {"q8": "q8", "q4": "q4", "none": "fp32"}
 @dataclass(frozen=True)
 class EngineSpec:
     """An engine's settings and voices (the arguments of :class:`~yomiage.TTS` and its
-    :meth:`~yomiage.TTS.load` calls). Picklable: it crosses processes and machines."""
+    :meth:`~yomiage.TTS.load` calls). Picklable: it crosses processes and machines.
+    ``voices`` may be empty only for an engine that loads its voices later (``yomiage
+    serve`` with a models folder): :meth:`build` needs one."""
 
     voices: tuple[VoiceSource, ...]
     device: str = setting("cpu", "--device", "cpu (ONNX Runtime), cuda or cuda:N (PyTorch)")
@@ -72,8 +74,6 @@ class EngineSpec:
     )  # fmt: skip
 
     def __post_init__(self) -> None:
-        if not self.voices:
-            raise ValueError("an engine needs at least one voice")
         check(self)  # the declared bounds and choices
 
     @property
@@ -106,6 +106,8 @@ class EngineSpec:
 
     def build(self) -> TTS:
         """The engine, loaded and prepared (raises what loading raises, leaving nothing open)."""
+        if not self.voices:
+            raise ValueError("an engine needs at least one voice")
         tts = self.declare()
         try:
             return tts.prepare()

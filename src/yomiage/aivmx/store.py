@@ -57,13 +57,14 @@ from yomiage.errors import ModelLoadError
 
 __all__ = [
     "InstalledModel", "ModelNotInstalledError", "ModelStore", "ModelStoreError",
-    "NoUpdateError", "Upload", "UploadTooLargeError",
+    "NoUpdateError", "Upload", "UploadTooLargeError", "canonical_uuid",
 ]  # fmt: skip
 
 SUFFIX = ".aivmx"
 SOURCES_FILE = "sources.json"
 PARTIAL_PREFIX, PARTIAL_SUFFIX = ".upload-", ".partial"
 REPLACED_PREFIX = ".replaced-"  # the old file of a voice being replaced, until the change ends
+REMOVED = ".removed"  # ... and of one being uninstalled
 STALE_PARTIAL_S = 3600.0  # a partial untouched this long was left by a server that died
 HASH_CHUNK = 1 << 20
 
@@ -277,13 +278,23 @@ class ModelStore:
             except ModelNotInstalledError:
                 model = self._unlisted(uuid)
             self._sources(strict=True)  # a record that cannot be rewritten: refuse first
+            # Moved aside, not deleted, until the record is rewritten: a failure puts it back.
+            aside = model.path.with_name(f"{REPLACED_PREFIX}{model.path.name}{REMOVED}")
             try:
-                model.path.unlink()
+                os.replace(model.path, aside)
+                kept: Path | None = aside
             except FileNotFoundError:
-                pass
+                kept = None
             except OSError as exc:
                 raise ModelStoreError(f"cannot delete {model.path}: {exc.strerror or exc}") from exc
-            self._record(model.uuid, None)
+            try:
+                self._record(model.uuid, None)
+            except BaseException:
+                if kept is not None:
+                    os.replace(kept, model.path)
+                raise
+            if kept is not None:
+                kept.unlink(missing_ok=True)
         log.info("uninstalled model %s (%s)", model.uuid, model.name)
         return model
 
@@ -450,6 +461,10 @@ class ModelStore:
         crash while it checked the new one). Only after the partials' stale age, since
         another process may be in the middle of one (the link's ctime is its own)."""
         cutoff = time.time() - STALE_PARTIAL_S
+        for gone in self.root.glob(f"{REPLACED_PREFIX}*{SUFFIX}{REMOVED}"):
+            with suppress(OSError):  # an uninstall cut off after the move: it was going
+                if gone.stat().st_ctime < cutoff:
+                    gone.unlink()
         for kept in self.root.glob(f"{REPLACED_PREFIX}*{SUFFIX}"):
             try:
                 if kept.stat().st_ctime < cutoff:
@@ -493,6 +508,12 @@ def _describe(path: Path, size: int) -> InstalledModel | None:
         manifest=MappingProxyType(manifest),
         source=None,
     )
+
+
+def canonical_uuid(value: object) -> str | None:
+    """``value`` as the lower-case uuid the store names voices by (any case given); None
+    if it is not a hyphenated UUID."""
+    return _canonical_uuid(value)
 
 
 def _with_source(model: InstalledModel, source: str | None) -> InstalledModel:

@@ -119,16 +119,20 @@ def voice_sources(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
 
 
 def engine_spec(
-    args: argparse.Namespace, *, threads: int | None = None, limits: Limits | None = None
+    args: argparse.Namespace,
+    *,
+    threads: int | None = None,
+    limits: Limits | None = None,
+    voices: tuple[VoiceSource, ...] | None = None,
 ) -> EngineSpec:
-    """The engine the flags describe (``threads`` overrides ``--threads``); without
-    ``--user-dict``, the per-user dictionary of ``yomiage dict``."""
+    """The engine the flags describe (``threads`` overrides ``--threads``, ``voices`` the
+    voice flags); without ``--user-dict``, the per-user dictionary of ``yomiage dict``."""
     from yomiage.text.frontend import default_user_dictionary_path
 
     return from_flags(
         EngineSpec,
         vars(args),
-        voices=voice_sources(args),
+        voices=voice_sources(args) if voices is None else voices,
         threads=threads or args.threads,
         user_dictionary=str(args.user_dict or default_user_dictionary_path()),
         limits=limits,

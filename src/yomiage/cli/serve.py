@@ -9,13 +9,13 @@ it in the server's process (less memory, no protection).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import functools
 import ipaddress
 import logging
 import socket
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from yomiage.engine_spec import EngineSpec
 from yomiage.settings import declared, from_flags
 
 if TYPE_CHECKING:
+    from yomiage.aivmx.installed import InstalledVoice
     from yomiage.engine_spec import VoiceSource
     from yomiage.server.config import ServerConfig
     from yomiage.server.engine.service import LocalService
@@ -89,9 +90,10 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-# What the worker process needs of the flags: the engine's settings and the voices.
+# What the worker process needs of the flags: the engine's settings and the voices
+# (the installed ones as found once at start, so that every worker start loads the same).
 _ENGINE_FLAGS = (*(how.dest for how in declared(EngineSpec).values()), "voice", "model",
-                 "max_audio_seconds", "no_warmup", "models_dir")  # fmt: skip
+                 "max_audio_seconds", "no_warmup", "installed_voices")  # fmt: skip
 
 
 def server_config(args: argparse.Namespace) -> ServerConfig:
@@ -118,37 +120,83 @@ def models_dir(args: argparse.Namespace) -> Path | None:
     from yomiage.aivmx.installed import default_models_dir
 
     if args.models_dir:
-        return Path(args.models_dir).expanduser()
-    return None if args.model_api == "off" else default_models_dir()
+        return Path(args.models_dir).expanduser().absolute()
+    return None if args.model_api == "off" else default_models_dir().absolute()
 
 
-def serve_voices(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
-    """``--voice`` and ``--model`` voices, then those installed in the models folder
-    (scanned again at each worker start, so a restarted worker has what is installed)."""
-    from yomiage.aivmx.installed import installed_voice_sources
+def named_voices(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
+    """The ``--voice`` and ``--model`` voices (none named: none)."""
+    return voice_sources(args) if (args.voice or args.model) else ()
 
-    named = voice_sources(args) if (args.voice or args.model) else ()
-    folder = Path(args.models_dir) if getattr(args, "models_dir", None) else None
-    installed = installed_voice_sources(folder, [n for n, _ in named]) if folder else ()
-    if not named and not installed:
+
+def check_some_voice(args: argparse.Namespace, installed: Sequence[InstalledVoice]) -> None:
+    """A server needs a voice to serve, or a way to get one: voices installed, or the
+    model API's write mode to install them (it then starts with none, as AivisSpeech)."""
+    if args.voice or args.model or installed or (args.models_dir and args.model_api == "write"):
+        return
+    try:
         voice_sources(args)  # "name a voice", with the flags that do
-    return (*named, *installed)
+    except ValueError as exc:
+        raise ValueError(f"{exc}, or install voices while serving (--model-api write)") from None
+
+
+def installed_at_start(args: argparse.Namespace) -> tuple[InstalledVoice, ...]:
+    """The voices installed in the models folder, named beside the command line's."""
+    from yomiage.aivmx.installed import installed_voices
+
+    if not args.models_dir:
+        return ()
+    taken = [name for name, _ in named_voices(args)]
+    return installed_voices(Path(args.models_dir), taken)
 
 
 def engine_service(flags: dict[str, Any]) -> LocalService:
     """The engine of ``serve``'s flags, prepared and warmed (what the worker process runs).
 
     Warming up here, before the port opens, means a worker restarted after a
-    crash is warm too before it takes requests.
+    crash is warm too before it takes requests. The command line's voices must
+    load; an installed voice that does not is skipped with one log line (a start
+    must never fail, nor a restart loop, on a file in the models folder).
     """
     from yomiage.cli.engine_options import engine_spec
     from yomiage.limits import Limits
     from yomiage.server.engine.service import warmed_service
 
     args = argparse.Namespace(**flags)
-    spec = engine_spec(args, limits=Limits(max_request_seconds=args.max_audio_seconds))
-    spec = dataclasses.replace(spec, voices=serve_voices(args))
-    return warmed_service(spec, warm=not args.no_warmup)
+    limits = Limits(max_request_seconds=args.max_audio_seconds)
+    spec = engine_spec(args, limits=limits, voices=named_voices(args))
+    service = warmed_service(spec, warm=not args.no_warmup)
+    try:
+        load_installed(service, args.installed_voices, warm=not args.no_warmup)
+    except BaseException:
+        service.tts.close()
+        raise
+    return service
+
+
+def load_installed(service: LocalService, voices: Sequence[InstalledVoice], *, warm: bool) -> None:
+    """Load the installed voices beside the command line's. One that is the same model
+    as a command-line voice is left to it; one that fails to load or to warm up, or
+    whose VOICEVOX styles would take another voice's ids, is skipped and logged."""
+    from yomiage.errors import ModelLoadError
+    from yomiage.server.voicevox.synthesis import VoxCatalog
+
+    held = {c.credits.uuid.lower(): n for n, c in service.voices.items() if c.credits}
+    for voice in voices:
+        if voice.uuid in held:
+            log.info("%s is model %s, given on the command line as %r; not loaded twice",
+                     voice.path, voice.uuid, held[voice.uuid])  # fmt: skip
+            continue
+        try:
+            service.load_voice(voice.name, str(voice.path), warm=warm)
+        except Exception as exc:
+            log.warning("skipping installed voice %s: %s", voice.path, exc)
+            continue
+        try:
+            VoxCatalog.of(service.voices.values())
+        except ModelLoadError as exc:  # two styles with one VOICEVOX id
+            service.unload_voice(voice.name)
+            log.warning("skipping installed voice %s: %s", voice.path, exc)
 
 
 def check_voices(args: argparse.Namespace) -> None:
@@ -159,7 +207,7 @@ def check_voices(args: argparse.Namespace) -> None:
     from yomiage.sources import LocalSource, lookup, offline_mode, parse, resolve_name
 
     offline = offline_mode(True if args.offline else None)
-    for name, source in serve_voices(args):
+    for name, source in named_voices(args):
         src = parse(source) if source is not None else None
         if isinstance(src, LocalSource):
             if not src.path.expanduser().exists():
@@ -201,6 +249,8 @@ def run(args: argparse.Namespace) -> int:
     folder = models_dir(args)
     args.models_dir = str(folder) if folder is not None else None
     check_voices(args)
+    args.installed_voices = installed_at_start(args)
+    check_some_voice(args, args.installed_voices)
     try:
         import python_multipart  # noqa: F401  (the [server] extra: said before anything loads)
         import uvicorn  # noqa: F401
@@ -242,8 +292,9 @@ def run(args: argparse.Namespace) -> int:
         sock = bind(args.host, listen_port(args))
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
+        serving = ", ".join(service.voices) or "no voice yet (install one: docs/voicevox.md)"
         print(
-            f"yomiage serve: {', '.join(service.voices)} on http://{shown}:{port}/ "
+            f"yomiage serve: {serving} on http://{shown}:{port}/ "
             f"(loaded in {time.perf_counter() - started:.1f} s; Ctrl-C stops)",
             file=sys.stderr,
             flush=True,

@@ -48,16 +48,19 @@ def create_app(
     """The app for a prepared engine (``TTS(...).load(...).prepare()``) or a service.
 
     Starting it (its lifespan) warms every voice in the background unless
-    ``config.warmup`` is false; ``/ready`` answers 200 once that is done.
+    ``config.warmup`` is false; ``/ready`` answers 200 once that is done. An engine
+    with no voice serves only where voices can be installed or loaded while it runs
+    (``config.models_dir`` with the model API on): synthesis answers 404 until then.
     """
     config = config or ServerConfig()
     service = LocalService(engine) if isinstance(engine, TTS) else engine
     voices = service.voices
-    if not voices:
+    can_install = config.models_dir is not None and config.model_api != "off"
+    if not voices and not can_install:
         raise ValueError("the engine has no voices; load() and prepare() at least one")
-    default = config.default_voice or next(iter(voices))
+    default = config.default_voice or next(iter(voices), None)
     for alias, target in {"default_voice": default, **config.voice_aliases}.items():
-        if target not in voices:
+        if target is not None and target not in voices:
             raise ValueError(
                 f"{alias} names voice {target!r}, which is not loaded (loaded: {', '.join(voices)})"
             )

@@ -71,7 +71,7 @@ def add_openai_routes(app: FastAPI, state: ServerState) -> None:
                 code="invalid_value", param="speed",
             )  # fmt: skip
         voice = body.voice.id if not isinstance(body.voice, str) else body.voice
-        card = state.voices[_voice_name(state, voice, openai=True)]
+        card = state.card(_voice_name(state, voice, openai=True))
         options = _options(card, body, speed=1.0 / body.speed)
         rate = body.sample_rate
         if rate is None and body.response_format.lower() == "pcm":
@@ -94,7 +94,7 @@ def add_native_routes(app: FastAPI, state: ServerState) -> None:
     async def tts(body: TTSRequest, request: Request) -> Response:
         """Every option of the Python API; ``speed`` is its length scale (2 = half as fast)."""
         received = time.perf_counter()
-        card = state.voices[_voice_name(state, body.voice or state.default_voice, openai=False)]
+        card = state.card(_voice_name(state, body.voice or state.default_voice, openai=False))
         options = _options(card, body, speed=body.speed)
         fmt = output_format(
             body.format,
@@ -125,12 +125,14 @@ def _voice_record(state: ServerState, card: VoiceCard) -> dict[str, Any]:
     }
 
 
-def _voice_name(state: ServerState, voice: str, *, openai: bool) -> str:
+def _voice_name(state: ServerState, voice: str | None, *, openai: bool) -> str:
+    if voice is None or not state.voices:  # None: no default, since no voice is loaded
+        raise state.no_voice()
     if voice in state.voices:
         return voice
     if voice in state.config.voice_aliases:
         return state.config.voice_aliases[voice]
-    if openai and voice.lower() in OPENAI_VOICES:
+    if openai and voice.lower() in OPENAI_VOICES and state.default_voice is not None:
         return state.default_voice
     raise APIError(
         400,

@@ -17,14 +17,15 @@ from yomiage.server.metrics import ServerMetrics
 
 @dataclass
 class ServerState:
-    """One per app. ``ready`` turns true once the voices are warmed."""
+    """One per app. ``ready`` turns true once the voices are warmed. ``default_voice``
+    is None while no voice is loaded (a server of installed voices with none yet)."""
 
     service: SpeechService
     config: ServerConfig
     gate: AdmissionGate
     metrics: ServerMetrics
     executor: ThreadPoolExecutor
-    default_voice: str
+    default_voice: str | None
     ready: bool = False
     ready_error: str | None = None
     shutting_down: bool = False
@@ -35,6 +36,22 @@ class ServerState:
     @property
     def voices(self) -> Mapping[str, VoiceCard]:
         return self.service.voices
+
+    def card(self, name: str) -> VoiceCard:
+        """The loaded voice ``name``, for a request that looked it up already: a 404 if it
+        was unloaded in between (never a KeyError's 500)."""
+        card = self.voices.get(name)
+        if card is None:
+            raise APIError(404, f"voice {name!r} is not loaded (it was just unloaded); "
+                                "list the voices again", code="voice_not_found")  # fmt: skip
+        return card
+
+    def no_voice(self) -> APIError:
+        """The 404 for a request while no voice is loaded at all."""
+        how = (" install one (POST /aivm_models/install) or load one (POST "
+               "/aivm_models/{uuid}/load)" if self.config.models_dir is not None
+               else " start the server with --voice or --model")  # fmt: skip
+        return APIError(404, f"no voice is loaded;{how}", code="voice_not_found")
 
     @property
     def accepting(self) -> bool:

@@ -42,6 +42,9 @@ class VoiceCard:
     runtime: str = ""  # what runs it, e.g. "decoder bf16 on openvino"
     credits: VoiceCredits | None = None  # publisher, version, licence text (AIVMX voices)
     style_ids: Mapping[str, int] = field(default_factory=dict)  # style -> its row (local id)
+    # Where it was loaded from, as given to load (None: a catalog name, or not known):
+    # an installed voice is one whose file is in the models folder.
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -185,10 +188,22 @@ def _speaker(tts: TTS, voice: str) -> Speaker:
         raise VoiceNotLoadedError(f"no voice {voice!r} is loaded") from None
 
 
-def _card(name: str, s: Speaker) -> VoiceCard:
+def _loaded(tts: TTS) -> Mapping[str, Speaker]:
+    """The engine's loaded voices; none yet for one that started with no voice (it is
+    prepared by its first load)."""
+    try:
+        return tts.speakers
+    except NotPreparedError:
+        if tts.closed:
+            raise
+        return {}
+
+
+def _card(name: str, s: Speaker, source: str | None) -> VoiceCard:
     return VoiceCard(
-        name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime, s.credits, dict(s.style_ids)
-    )
+        name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime, s.credits,
+        dict(s.style_ids), source,
+    )  # fmt: skip
 
 
 class LocalService:
@@ -196,10 +211,13 @@ class LocalService:
 
     ``voices`` is a new mapping each time the set of voices changes (the routes
     cache what they derive from it per identity), the same one otherwise.
+    ``sources``: where the voices already loaded came from (their cards' ``source``);
+    a voice loaded through :meth:`load_voice` keeps its own.
     """
 
-    def __init__(self, tts: TTS) -> None:
+    def __init__(self, tts: TTS, sources: Mapping[str, str | None] | None = None) -> None:
         self.tts = tts
+        self._sources: dict[str, str | None] = dict(sources or {})
         self._loading = threading.Lock()  # one load at a time: its prepare loads only its voice
         self._cards_lock = threading.Lock()
         self._speakers: dict[str, Speaker] = {}
@@ -213,8 +231,9 @@ class LocalService:
     def load_voice(self, name: str, source: str, *, warm: bool = True) -> Mapping[str, VoiceCard]:
         with self._loading:
             self.tts.load(name, source=source)  # ValueError: loaded from another source
-            if name in self.tts.speakers:
+            if name in _loaded(self.tts):
                 return self._refresh()  # already loaded from this source
+            self._sources[name] = source
             try:
                 self.tts.prepare()
                 speaker = _speaker(self.tts, name)  # gone if unloaded while it loaded
@@ -232,17 +251,20 @@ class LocalService:
         if name not in self.tts.speakers:  # declared and still loading counts as not loaded
             raise VoiceNotLoadedError(f"no voice {name!r} is loaded")
         self.tts.unload(name)
+        self._sources.pop(name, None)
         return self._refresh()
 
     def _refresh(self) -> Mapping[str, VoiceCard]:
         """Rebuild ``voices`` from the engine's loaded voices, if they changed."""
         with self._cards_lock:
-            speakers = dict(self.tts.speakers)
+            speakers = dict(_loaded(self.tts))
             if speakers.keys() != self._speakers.keys() or any(
                 s is not self._speakers[n] for n, s in speakers.items()
             ):
                 self._speakers = speakers
-                self._voices = MappingProxyType({n: _card(n, s) for n, s in speakers.items()})
+                self._voices = MappingProxyType(
+                    {n: _card(n, s, self._sources.get(n)) for n, s in speakers.items()}
+                )
             return self._voices
 
     @property
@@ -287,10 +309,11 @@ def warmed_service(spec: EngineSpec, *, warm: bool = True) -> LocalService:
     """The engine of ``spec`` prepared and, unless ``warm`` is false, warmed with one
     sentence per voice: what the server's worker process and each Ray replica run
     before they take a request, so the first client never pays for loading. The
-    caller closes ``service.tts``; on a failure nothing is left open."""
-    tts = spec.build()
+    caller closes ``service.tts``; on a failure nothing is left open. A spec of no
+    voices gives an engine with none, to load them into later."""
+    tts = spec.build() if spec.voices else spec.declare()
     try:
-        service = LocalService(tts)
+        service = LocalService(tts, {name: source for name, source in spec.voices})
         for voice in service.voices if warm else ():
             service.warm(voice)
     except BaseException:

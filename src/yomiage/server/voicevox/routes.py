@@ -85,7 +85,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
 
     @route("GET", "/engine_manifest")
     async def engine_manifest(request: Request) -> Response:
-        rate = next(iter(state.voices.values())).sample_rate
+        # The first voice's rate; AivisSpeech's own while none is loaded yet.
+        rate = next((card.sample_rate for card in state.voices.values()), 44100)
         return json_response(_manifest(rate, state.config.compat))
 
     @route("GET", "/speakers")
@@ -98,7 +99,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         speaker = vox.catalog.by_uuid.get(uid)
         if speaker is None:
             raise VoxError(404, f"no speaker with uuid {uid[:60]!r}; GET /speakers lists them")
-        card = state.voices[speaker.voice]
+        card = state.card(speaker.voice)
         licence = policy(card.credits.license, card.credits.uuid) if card.credits else None
         return json_response({
             "policy": licence or f"{speaker.voice}: the voice's publisher gave no licence text "
@@ -129,7 +130,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     async def read(request: Request, style: VoxStyle, text: str, field: str = "text") -> AudioQuery:
         check_text(text, field)
         options = synthesis_options(style, AudioQuery(()))
-        rate = state.voices[style.voice].sample_rate
+        rate = state.card(style.voice).sample_rate
         async with VoxWork(state, request) as work:
             readings = await work.run(lambda: state.service.read(style.voice, text, options))
         query = audio_query(readings, text, rate)
@@ -218,7 +219,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         work: VoxWork, style: VoxStyle, query: AudioQuery, made: float
     ) -> tuple[bytes, float]:
         """One query's WAV and its seconds (``made``: seconds this request made before)."""
-        card = state.voices[style.voice]
+        card = state.card(style.voice)
         request = await vox.engine_request(work, style, query, early_audio=False)
 
         def generate() -> tuple[Audio, float]:

@@ -129,7 +129,7 @@ class _WavPieces:
         self._vox = vox
         self._query = query
         self.voice = request.voice
-        self.rate = state.voices[request.voice].sample_rate
+        self.rate = state.card(request.voice).sample_rate
         self.made = 0  # the voice's samples so far
         self.wall = 0.0  # seconds spent making them
         self._source = state.service.open(request)

@@ -154,7 +154,7 @@ class VoxSynthesis:
         """What the voice reads for ``query``: its ``kana`` exactly as ``/tts`` would when
         its phrases are unchanged, else the phonemes of its (edited) phrases."""
         options = self.options(style, query)
-        rate = self.state.voices[style.voice].sample_rate
+        rate = self.state.card(style.voice).sample_rate
         unchanged: list[Phonemes] | None = None
         if query.kana and query.kana.strip():
             kana = query.kana
