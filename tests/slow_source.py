@@ -1,5 +1,5 @@
-"""A web source on 127.0.0.1 that promises a big file and then trickles it, a byte at a
-time: what a slow or hostile voice host looks like to an install."""
+"""A web source on 127.0.0.1 that promises a file and then trickles it, a byte at a time:
+what a slow or hostile voice host looks like to an install."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class _Trickle(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.started.set()
         self.send_response(200)
-        self.send_header("Content-Length", str(100_000_000))
+        self.send_header("Content-Length", str(self.server.size))
         self.send_header("Content-Type", "application/octet-stream")
         self.end_headers()
         try:
@@ -34,17 +34,18 @@ class _Trickle(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     interval: float
+    size: int
     started: threading.Event
     hung_up: threading.Event
     closing: threading.Event
 
 
 @contextmanager
-def trickling_source(interval: float = 0.5) -> Iterator[_Server]:
-    """A server whose every GET says 100 MB and sends one byte every ``interval`` s.
+def trickling_source(interval: float = 0.5, size: int = 1_000_000) -> Iterator[_Server]:
+    """A server whose every GET says ``size`` bytes and sends one every ``interval`` s.
     ``started`` is set when a download begins, ``hung_up`` when its client went away."""
     server = _Server(("127.0.0.1", 0), _Trickle)
-    server.interval = interval
+    server.interval, server.size = interval, size
     server.started, server.hung_up, server.closing = (threading.Event() for _ in range(3))
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
