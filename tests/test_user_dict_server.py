@@ -3,6 +3,10 @@
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -86,3 +90,37 @@ def test_a_word_crosses_the_worker_process_whole(test_voice: Path) -> None:
             assert "must be katakana" in bad.json()["error"]["message"]
     finally:
         service.close()
+
+
+def test_serve_says_what_its_worker_does_as_the_command_line_does(
+    tmp_path: Path, test_voice: Path
+) -> None:
+    """Issue 31, 18: the docs promise "user dictionary reloaded (N words)" once ``yomiage
+    dict add`` changed the file, and ``generate`` says it converts a voice on first use;
+    ``serve`` said neither without -v: its worker process logged at WARNING only. (The
+    AIVMX voice is cut into a bundle on first use; the test's cache is empty.)"""
+    httpx = pytest.importorskip("httpx")
+    words = tmp_path / "user_dict.json"
+    aivmx = test_voice.parent.parent / "aivmx" / "tiny.aivmx"
+    yomiage = [sys.executable, "-m", "yomiage"]
+    command = [*yomiage, "serve", "--model", str(aivmx), "--bert", str(test_voice / "bert"),
+               "--port", "0", "--threads", "1", "--no-warmup", "--no-access-log",
+               "--user-dict", str(words)]  # fmt: skip
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    assert process.stderr is not None
+    loading, url = "", ""  # what it says until it listens (the voice is converted then)
+    try:
+        while not url and (found := process.stderr.readline()):
+            loading += found
+            url = next(iter(re.findall(r" on (http://127\.0\.0\.1:\d+)/", found)), "")
+        assert url, loading
+        add = [*yomiage, "dict", "add", "担々麺", "タンタンメン", "--user-dict", str(words)]
+        subprocess.run(add, check=True, capture_output=True, timeout=120)
+        with httpx.Client(base_url=url, timeout=60) as http:
+            assert http.post("/tts", json={"text": "担々麺です。"}).status_code == 200
+    finally:
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=60)
+    assert f"user dictionary reloaded (1 words) from {words}" in err, err
+    assert "INFO yomiage.artifacts (worker): converting" in loading, loading
+    assert "(once; it takes minutes)" in loading

@@ -102,12 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
     if not getattr(args, "quiet", False):
         # Downloads, first-use conversions and voice installs take minutes: say what
-        # happens by default.
+        # happens by default; and when a server takes the user dictionary's new words.
         for name in (
             "yomiage.sources",
             "yomiage.artifacts",
             "yomiage.aivmx",
             "yomiage.server.voicevox.aivm_routes",
+            "yomiage.text.frontend",
         ):
             logging.getLogger(name).setLevel(min(level, logging.INFO))
     try:

@@ -50,6 +50,7 @@ from yomiage.server.engine.worker_calls import (
     describe_exit,
 )
 from yomiage.server.engine.worker_child import ServiceFactory
+from yomiage.server.engine.worker_logging import LogLevels
 from yomiage.server.engine.worker_spawn import spawn_worker
 from yomiage.server.engine.worker_stream import WorkerChunkSource
 from yomiage.server.engine.worker_voices import VoiceChanges
@@ -83,9 +84,7 @@ class WorkerService:
         self._factory = factory
         self._start_timeout = start_timeout
         self._ready_timeout = ready_timeout
-        self._log_level = (
-            logging.getLogger().getEffectiveLevel() if log_level is None else log_level
-        )
+        self._log_levels = LogLevels.of_this_process(root=log_level)
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Lock()
         self._send_lock = threading.Lock()
@@ -256,7 +255,7 @@ class WorkerService:
         """Start a child and replay the voice changes on it; whether it is ready (False:
         it died during the replay, and its reader is starting the next one)."""
         conn, process, voices = spawn_worker(
-            self._context, self._factory, self._log_level, number, self._start_timeout
+            self._context, self._factory, self._log_levels, number, self._start_timeout
         )
         generation = Generation(number, conn, process)
         generation.reader = threading.Thread(

@@ -22,6 +22,7 @@ from typing import Any
 
 from yomiage.errors import YomiageError
 from yomiage.server.engine.service import ChunkSource, SpeechService
+from yomiage.server.engine.worker_logging import LogLevels
 
 log = logging.getLogger(__name__)
 
@@ -44,15 +45,13 @@ def _portable(exc: BaseException) -> BaseException:
     return WorkerError(f"{type(exc).__name__}: {exc}")
 
 
-def worker_main(
-    conn: Connection, factory: ServiceFactory, log_level: int = logging.WARNING
-) -> None:
+def worker_main(conn: Connection, factory: ServiceFactory, log_levels: LogLevels) -> None:
     """The child: build the service, then answer the parent's calls until the pipe closes."""
     # The parent owns the terminal's Ctrl-C and the service manager's SIGTERM
     # (both reach the whole process group): the child stops when its pipe closes.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    logging.basicConfig(level=log_level, format="%(levelname)s %(name)s (worker): %(message)s")
+    log_levels.apply()
     try:
         service = factory()
         voices = dict(service.voices)

@@ -11,12 +11,13 @@ from yomiage.errors import YomiageError
 from yomiage.server.engine.service import VoiceCard
 from yomiage.server.engine.worker_calls import WorkerStartError, describe_exit
 from yomiage.server.engine.worker_child import ServiceFactory, worker_main
+from yomiage.server.engine.worker_logging import LogLevels
 
 
 def spawn_worker(
     context: Any,  # multiprocessing's spawn context
     factory: ServiceFactory,
-    log_level: int,
+    log_levels: LogLevels,
     number: int,
     timeout: float,
 ) -> tuple[Connection, Any, Mapping[str, VoiceCard]]:
@@ -27,7 +28,7 @@ def spawn_worker(
     parent, child = context.Pipe(duplex=True)
     process = context.Process(
         target=worker_main,
-        args=(child, factory, log_level),
+        args=(child, factory, log_levels),
         name=f"yomiage-worker-{number}",
         daemon=True,
     )
