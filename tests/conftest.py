@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,14 +24,34 @@ os.environ.update(LOOPBACK_ENV)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """No test may start ONNX Runtime or OpenVINO with its telemetry on (issue 31, 16):
-    test modules import them themselves (at collection, in a test, in the subprocesses
-    they start), which wrote a device id and events into the real ``$HOME``. So the
-    whole session runs inside yomiage's guard, and the subprocesses inherit its ONNX
-    Runtime switches; tests/test_telemetry.py clears them to check the guard itself."""
+    """Nothing the suite does may write into the real ``$HOME`` (issue 31, 16;
+    tests/test_suite_home.py).
+
+    No test may start ONNX Runtime or OpenVINO with its telemetry on: test modules import
+    them themselves (at collection, in a test, in the subprocesses they start), which
+    wrote a device id and events. So the whole session runs inside yomiage's guard, and
+    the subprocesses inherit its ONNX Runtime switches (tests/test_telemetry.py clears
+    them to check the guard itself). And a fixture wider than one test (a module's or the
+    session's engine) is made before :func:`_isolated_user_dict` sets each test's
+    folders, so the session has folders of its own too."""
     quiet = contextlib.ExitStack()
     quiet.enter_context(engines_without_telemetry())
     config.add_cleanup(quiet.close)
+    folder = Path(tempfile.mkdtemp(prefix="yomiage-tests-"))
+    environment = pytest.MonkeyPatch()
+    for name, inside in SESSION_FOLDERS.items():
+        environment.setenv(name, str(folder / inside))
+    config.add_cleanup(functools.partial(shutil.rmtree, folder, ignore_errors=True))
+    config.add_cleanup(environment.undo)
+
+
+# Where the session's (and the subprocesses') cache, user dictionary and installed
+# voices go; each test gets folders of its own (:func:`_isolated_user_dict`).
+SESSION_FOLDERS = {
+    "YOMIAGE_CACHE": "cache",
+    "YOMIAGE_USER_DICT": "user_dict.json",
+    "YOMIAGE_MODELS_DIR": "models",
+}
 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"

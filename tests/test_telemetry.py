@@ -111,42 +111,6 @@ def test_every_engine_import_in_the_package_starts_it_without_telemetry() -> Non
     assert unguarded == []
 
 
-ENGINE_USER = """
-import importlib.util, subprocess, sys
-
-
-def test_imports_the_engines_itself() -> None:
-    import onnxruntime  # noqa: F401
-
-    if importlib.util.find_spec("openvino") is not None:
-        import openvino  # noqa: F401
-    code = "import onnxruntime, time; time.sleep(0.5)"
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
-"""
-
-
-def test_the_test_suite_writes_no_engine_telemetry_into_home(tmp_path: Path) -> None:
-    """Issue 31, 16: the suite's first run left ONNX Runtime's device id and events under
-    ``~/.cache/Microsoft``: test modules import the engines themselves (``test_aivmx.py``
-    at collection, ``import openvino`` in a test, engines in subprocesses). The suite's
-    conftest starts them without telemetry; here a test module that does all three runs
-    under it with an empty HOME."""
-    home = tmp_path / "home"
-    home.mkdir()
-    module = tmp_path / "test_engine_user.py"
-    module.write_text(ENGINE_USER, "utf-8")
-    keep = {k: v for k, v in os.environ.items() if not k.startswith(("ORT_", "CI", "XDG_"))}
-    path = os.pathsep.join(filter(None, [str(SOURCE.parents[1]), os.environ.get("PYTHONPATH")]))
-    env = {**keep, "HOME": str(home), "PYTHONPATH": path}
-    proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "tests.conftest", "-p", "no:cacheprovider",
-         "--rootdir", str(tmp_path), str(module)],
-        env=env, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
-
-
 def _yomiage(
     home: Path, tmp_path: Path, *args: str, code: str = ""
 ) -> subprocess.CompletedProcess[str]:
