@@ -50,7 +50,8 @@ def without_a_neutral_style(uuid: str) -> bytes:
             for speaker in manifest["speakers"]:
                 for n, style in enumerate(speaker["styles"]):
                     style["name"] = f"s{n}"
-            prop.value = json.dumps({**manifest, "uuid": uuid}, ensure_ascii=False)
+            manifest.update(uuid=uuid, name="no neutral style")
+            prop.value = json.dumps(manifest, ensure_ascii=False)
         if prop.key == "aivm_hyper_parameters":
             hyper = json.loads(prop.value)
             ids = hyper["data"]["style2id"].values()
