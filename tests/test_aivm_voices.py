@@ -258,6 +258,13 @@ def test_names_sharing_a_uuid_start_never_collide(server: RunningServer) -> None
         assert all(m["is_loaded"] for m in models.values()) and len(models) == 3
 
 
+def test_an_installed_voice_s_name_drops_bidi_and_escape_sequences(server: RunningServer) -> None:
+    """Issue 31 R20: a manifest name's U+202E and ESC sequences reached /v1/audio/voices."""
+    with server.client() as http:
+        assert _upload(http, own_voice(A, "\x1b[31m\u202eまい\u200f")).status_code == 204
+        assert _voices(http) == ["tiny", "まい"]
+
+
 def test_a_renaming_install_keeps_a_default_voice_s_name(engine: TTS, tmp_path: Path) -> None:
     """An install that would take the name of the --default-voice away is refused."""
     models = tmp_path / "models"

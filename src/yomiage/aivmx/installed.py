@@ -66,7 +66,8 @@ def installed_voice_names(
 
     The clean name (:func:`clean_voice_name`) where no other installed voice has it and
     ``taken`` (the command line's voices) does not hold it; else ``<name>-<8 hex digits
-    of the uuid>``, or ``<name>-<uuid>`` where those digits are shared too. The result
+    of the uuid>``, or ``<name>-<uuid>`` where that is taken too (the digits shared, or
+    another voice's own name: the longer name gives way). The result
     is the same for the same voices whatever their order, and no two names, nor any of
     ``taken``, are equal; a voice that could only get a name in ``taken`` (a command
     line naming a voice ``<name>-<uuid>``) is left out (the caller says so).
@@ -80,9 +81,18 @@ def installed_voice_names(
 
     while True:
         names = {uuid: named(uuid) for uuid in clean}
-        counts = Counter(names.values())
-        clashing = [u for u, n in names.items() if counts[n] > 1 or n in taken]
-        moved = [u for u in clashing if level[u] < 2]
+        holders: dict[str, list[str]] = {}
+        for uuid, name in names.items():
+            holders.setdefault(name, []).append(uuid)
+        moved: list[str] = []
+        for name, uuids in holders.items():
+            movable = [u for u in uuids if level[u] < 2]
+            if name in taken:
+                moved += movable
+            elif len(uuids) > 1 and movable:
+                # The longer names give way first: a publisher's own name stays if it can.
+                top = max(level[u] for u in movable)
+                moved += [u for u in movable if level[u] == top]
         if not moved:  # "<name>-<uuid>" names differ from each other: only `taken` is left
             return {u: n for u, n in sorted(names.items()) if n not in taken}
         for uuid in moved:
