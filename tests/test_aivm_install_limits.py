@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import os
 import shutil
 import socket
 import sys
@@ -30,6 +31,7 @@ from tests.slow_source import trickling_source, url_of
 from yomiage import TTS
 from yomiage.artifacts import aivmx_key
 from yomiage.server import ServerConfig
+from yomiage.server.engine.service import LocalService
 from yomiage.sources.cache import Cache
 
 pytestmark = pytest.mark.server
@@ -351,3 +353,33 @@ def test_speaker_info_cuts_a_huge_licence(server: RunningServer) -> None:
         info = http.get("/speaker_info", params={"speaker_uuid": speaker}).json()
     assert info["policy"].startswith(licence[:1000])
     assert len(info["policy"]) < MAX_POLICY_CHARS + 200 and UUID in info["policy"]
+
+
+def test_a_listing_reads_an_unchanged_manifest_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """R14: every GET /aivm_models parsed the manifest of each AIVMX voice the server was
+    started with again (the installed ones the store keeps per file, mtime and size)."""
+    from yomiage.aivmx import metadata
+
+    voice = tmp_path / "voice.aivmx"
+    shutil.copy(AIVMX, voice)
+    tts = TTS(threads=1, decoder_precision="fp32", cache_dir=tmp_path / "cache",
+              bert_source=TEST_VOICES / "tiny" / "bert")  # fmt: skip
+    with tts.load("started-with", source=voice).prepare():
+        reads: list[Path] = []
+
+        def counted(path: Path) -> dict[str, str]:
+            reads.append(path)
+            return metadata.read_metadata(path)
+
+        monkeypatch.setattr("yomiage.server.voicevox.aivm_voices.read_metadata", counted)
+        config = ServerConfig(warmup=False, models_dir=tmp_path / "models")
+        service = LocalService(tts, {"started-with": str(voice)})  # as serve's worker has it
+        with serve(service, config) as running, running.client() as http:  # type: ignore[arg-type]
+            listings = [http.get("/aivm_models").json() for _ in range(3)]
+            assert list(listings[0]) == [UUID] and listings[0] == listings[2]
+            assert [p for p in reads if p == voice] == [voice]
+            os.utime(voice, ns=(time.time_ns(), time.time_ns() + 10**9))  # changed: read again
+            assert list(http.get("/aivm_models").json()) == [UUID]
+            assert [p for p in reads if p == voice] == [voice, voice]

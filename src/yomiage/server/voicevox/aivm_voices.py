@@ -68,6 +68,9 @@ class ModelVoices:
         self.state = state
         self.store = store
         self._root = os.path.abspath(store.root)
+        # A fixed voice's manifest by its file, with that file's (mtime, size) when read:
+        # a listing parses no unchanged file again (the store does so for its own).
+        self._manifests: dict[str, tuple[int, int, Mapping[str, Any] | None]] = {}
 
     # -- which voice is which ----------------------------------------------------
 
@@ -107,7 +110,7 @@ class ModelVoices:
         for card in self.fixed().values():
             uuid = card.credits.uuid.lower() if card.credits is not None else ""
             if uuid and uuid not in out:
-                out[uuid] = _fixed_info(card)
+                out[uuid] = _fixed_info(card, self._manifests)
         return out
 
     def info(self, uuid: str) -> dict[str, Any]:
@@ -117,7 +120,7 @@ class ModelVoices:
             card = self.fixed_holder(uuid)
             if card is None:
                 raise
-            return _fixed_info(card)
+            return _fixed_info(card, self._manifests)
 
     def _info(self, model: InstalledModel) -> dict[str, Any]:
         licence = model.manifest.get("license")
@@ -309,13 +312,15 @@ def _absolute(path: str | Path) -> str:
     return os.path.abspath(os.path.expanduser(str(path)))
 
 
-def _fixed_info(card: VoiceCard) -> dict[str, Any]:
+def _fixed_info(
+    card: VoiceCard, seen: dict[str, tuple[int, int, Mapping[str, Any] | None]]
+) -> dict[str, Any]:
     """``AivmInfo`` of a fixed AIVMX voice: from its file's manifest where the source is a
     local file, else from what the loaded voice says (its speakers, styles and uuids)."""
     path = card.source or ""
     if path.startswith("file://"):
         path = path[len("file://") :]
-    manifest = _file_manifest(path)
+    manifest = _file_manifest(path, seen)
     size = Path(path).stat().st_size if manifest is not None else 0
     if manifest is None and card.credits is not None:
         manifest = _card_manifest(card, card.credits)
@@ -324,14 +329,26 @@ def _fixed_info(card: VoiceCard) -> dict[str, Any]:
                      licence=licence if isinstance(licence, str) else None)  # fmt: skip
 
 
-def _file_manifest(path: str) -> Mapping[str, Any] | None:
+def _file_manifest(
+    path: str, seen: dict[str, tuple[int, int, Mapping[str, Any] | None]]
+) -> Mapping[str, Any] | None:
+    """The manifest of the AIVMX file at ``path``, read once per (mtime, size) of it."""
     if not path.lower().endswith(".aivmx") or not os.path.isfile(path):
         return None
     try:
-        manifest = strict_json(read_metadata(Path(path)).get("aivm_manifest", "null"))
-    except (OSError, ValueError, RecursionError):
+        stat = os.stat(path)
+    except OSError:
         return None
-    return manifest if isinstance(manifest, dict) else None
+    known = seen.get(path)
+    if known is not None and known[:2] == (stat.st_mtime_ns, stat.st_size):
+        return known[2]
+    try:
+        parsed = strict_json(read_metadata(Path(path)).get("aivm_manifest", "null"))
+    except (OSError, ValueError, RecursionError):
+        parsed = None
+    manifest = parsed if isinstance(parsed, dict) else None
+    seen[path] = (stat.st_mtime_ns, stat.st_size, manifest)
+    return manifest
 
 
 def _card_manifest(card: VoiceCard, credits: VoiceCredits) -> dict[str, Any]:
