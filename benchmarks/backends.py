@@ -74,7 +74,7 @@ def sgemm_gflops(threads: int) -> float:
 def child(config: str, text_id: str, threads: int, window: int) -> dict[str, float]:
     t0 = time.perf_counter()
     from yomiage.options import SynthesisOptions
-    from yomiage.runtime.onnx_voice import Windowing
+    from yomiage.runtime.chunking import Windowing
     from yomiage.text import Frontend, UserDictionary
 
     frontend = Frontend(UserDictionary(None))

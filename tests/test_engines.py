@@ -15,7 +15,7 @@ from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.chunking import fixed_windows, window_lengths, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.onnx_voice import Windowing
+from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.placement import (
     OPENVINO_MIN_DECODER_BYTES,
     ORT_F32,
@@ -188,7 +188,7 @@ def test_openvino_can_be_switched_off_by_environment(
 
 def test_a_backend_without_openvino_runs_fp32_on_onnxruntime(test_voice: Path) -> None:
     backend = OnnxBackend(test_voice / "bert", threads=1, openvino=False)
-    assert backend.placement.precision == "fp32"
+    assert backend.plan(test_voice).decoder.engine == "onnxruntime"
     voice = backend.load_voice(test_voice)
     assert voice.info.runtime == "decoder fp32 on onnxruntime"
 

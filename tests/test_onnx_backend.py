@@ -16,7 +16,7 @@ from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import clause_ends, flow_spans, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.onnx_voice import Windowing
+from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 

@@ -30,7 +30,7 @@ def test_tts_surface(engine: TTS) -> None:
     }  # fmt: skip
     assert {k for k in vars(engine) if not k.startswith("_")} == {
         "backend_name", "bert_precision", "cache_dir", "decoder_precision", "device", "limits",
-        "offline", "reading", "threads",
+        "measure_plan", "memory_budget_mb", "offline", "reading", "threads",
     }  # fmt: skip
 
 
@@ -43,6 +43,7 @@ def test_speaker_surface(engine: TTS) -> None:
     assert {k for k in vars(speaker) if not k.startswith("_")} == {
         "credits",
         "name",
+        "plan",
         "runtime",
         "sample_rate",
         "speaker_ids",

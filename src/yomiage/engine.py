@@ -27,6 +27,7 @@ from yomiage.limits import Limits
 from yomiage.runtime.cpu import physical_cores
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import check_decoder_precision
+from yomiage.runtime.plan import DEFAULT_MEMORY_BUDGET_MB
 from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import lookup
 from yomiage.speaker import Speaker
@@ -70,6 +71,12 @@ class TTS:
     2x faster at ~40 dB SNR against float32; float32 elsewhere), ``"fp32"``,
     ``"bf16"`` or ``"int8"`` (the opt-in int8 decoder of bundles converted with
     ``--decoder int8``; its error is recorded in the bundle's ``voice.json``).
+    Within that, how each voice runs (engine, precision and window lengths of its
+    decoder) is the fastest plan whose peak memory fits ``memory_budget_mb`` (one
+    voice with its BERT; default 1,000 MB), measured once per CPU model, voice size
+    and engine versions and kept in the cache (20-60 s the first time, logged);
+    ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) takes a fixed plan
+    instead (:mod:`yomiage.runtime.planner`).
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     ``reading``: ``"natural"`` (default) or ``"sbv2"``, exactly the reading SBV2
@@ -95,6 +102,8 @@ class TTS:
         decoder_precision: str = "auto",
         limits: Limits | None = None,
         reading: str = DEFAULT_READING,
+        memory_budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
+        measure_plan: bool | None = None,
     ) -> None:
         self.device = _check_device(device)
         self.reading = check_reading(reading)
@@ -115,7 +124,14 @@ class TTS:
             raise ValueError(
                 f"decoder_precision={decoder_precision!r} exists on the CPU backend only"
             )
+        if (isinstance(memory_budget_mb, bool) or not isinstance(memory_budget_mb, int)
+                or memory_budget_mb < 100):  # fmt: skip
+            raise ValueError(
+                f"memory_budget_mb must be an integer of at least 100, not {memory_budget_mb!r}"
+            )
         self.decoder_precision = decoder_precision
+        self.memory_budget_mb = memory_budget_mb
+        self.measure_plan = measure_plan
         self.backend_name = backend
         self.bert_precision = bert_precision
         self.threads = threads
@@ -200,6 +216,7 @@ class TTS:
         if warmup or compile:
             for speaker in speakers:
                 speaker.generate(WARMUP_TEXT, seed=0)
+                speaker._warm_shapes()  # every window length its plan uses
         return self
 
     def pre_download(self) -> list[Path]:
@@ -341,6 +358,9 @@ class TTS:
                 decoder_precision=self.decoder_precision,
                 verified_dir=self._artifacts.cache.root / "verified",
                 compiled_dir=self._artifacts.cache.root / "openvino",
+                memory_budget_mb=self.memory_budget_mb,
+                plans_dir=self._artifacts.cache.root / "plans",
+                measure_plan=self.measure_plan,
             )
         try:
             from yomiage.runtime.torch_backend import TorchBackend

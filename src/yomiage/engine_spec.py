@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from yomiage.limits import Limits
 from yomiage.runtime.placement import DECODER_PRECISIONS
+from yomiage.runtime.plan import DEFAULT_MEMORY_BUDGET_MB
 from yomiage.settings import check, setting
 from yomiage.text.openjtalk import DEFAULT_READING, READINGS
 
@@ -57,6 +58,12 @@ class EngineSpec:
         "bf16, or int8 (needs a bundle converted with --decoder int8); default %(default)s",
         choices=DECODER_PRECISIONS,
     )  # fmt: skip
+    memory_budget_mb: int = setting(
+        DEFAULT_MEMORY_BUDGET_MB, "--memory-budget",
+        "peak memory (MB) one voice with its BERT may hold: the fastest plan measured on this "
+        "CPU within it is chosen (default %(default)s)",
+        metavar="MB", ge=100, kind=int,
+    )  # fmt: skip
     cache_dir: str | None = setting(
         None, "--cache-dir", "cache root (default: $YOMIAGE_CACHE)", metavar="DIR"
     )
@@ -94,6 +101,7 @@ class EngineSpec:
             user_dictionary=self.user_dictionary,
             offline=True if self.offline else None,
             decoder_precision=self.decoder_precision,
+            memory_budget_mb=self.memory_budget_mb,
             reading=self.reading,
         )
         try:

@@ -63,11 +63,21 @@ class Speaker:
         self.runtime = info.runtime
         # The publisher's name, version and licence text (AIVMX voices), else None.
         self.credits = info.credits
+        # The plan its graphs run by (CPU bundles; None for other voices): engine,
+        # precision and windows of the decoder, and why (yomiage.runtime.plan).
+        self.plan = getattr(voice, "plan", None)
         self._voice = voice
         self._pipeline = pipeline
 
     def __repr__(self) -> str:
         return f"Speaker({self.name!r}, styles={list(self.styles)})"
+
+    def _warm_shapes(self) -> None:
+        """Run the decoder at every input length its plan uses (for engines that compile
+        per length), so a request never pays for it."""
+        warm = getattr(self._voice, "warm_shapes", None)
+        if warm is not None:
+            warm()
 
     def _when_released(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` once the voice's weights are freed: after it is unloaded and

@@ -43,7 +43,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser, *, many: bool) -> None
     )
     engine = parser.add_argument_group("engine")
     for name in ("bert_source", "device", "threads", "bert_precision", "decoder_precision",
-                 "cache_dir", "offline", "user_dictionary", "reading"):  # fmt: skip
+                 "memory_budget_mb", "cache_dir", "offline", "user_dictionary",
+                 "reading"):  # fmt: skip
         add_flag(engine, EngineSpec, name)
 
 

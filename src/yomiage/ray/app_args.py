@@ -73,6 +73,7 @@ class AppArgs(BaseModel):
     threads: int = argument(EngineSpec, "threads", default=1, le=256)
     quantize: str = argument(EngineSpec, "bert_precision")
     decoder: str = argument(EngineSpec, "decoder_precision")
+    memory_budget: int = argument(EngineSpec, "memory_budget_mb")
     reading: str = argument(EngineSpec, "reading")
     cache_dir: str | None = argument(EngineSpec, "cache_dir")
     offline: bool = argument(EngineSpec, "offline")

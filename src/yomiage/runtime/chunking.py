@@ -168,6 +168,22 @@ def fixed_windows(
         begin, step = stop, min(size, 2 * step)
 
 
+@dataclass(frozen=True)
+class Windowing:
+    """Frames per decoder window (the first is smaller, the next ones grow up to
+    ``window_frames``) and per flow span."""
+
+    window_frames: int = DEFAULT_WINDOW_FRAMES
+    first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
+    flow_frames: int = FLOW_SPAN_FRAMES
+    first_flow_frames: int = FIRST_FLOW_SPAN_FRAMES
+
+    def __post_init__(self) -> None:
+        if min(self.window_frames, self.first_window_frames, self.flow_frames,
+               self.first_flow_frames) < 1:  # fmt: skip
+            raise ValueError("decoder windows and flow spans need at least one frame")
+
+
 def flow_spans(
     durations: npt.NDArray[np.int64],
     breaks: npt.NDArray[np.bool_],

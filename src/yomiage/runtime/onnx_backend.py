@@ -17,17 +17,17 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
+from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_session import session_options
-from yomiage.runtime.onnx_voice import BundleVoice, Windowing
-from yomiage.runtime.placement import (
-    VoicePlacement,
-    check_decoder_precision,
-    resolve_decoder_precision,
-    voice_placement,
-)
+from yomiage.runtime.onnx_voice import BundleVoice
+from yomiage.runtime.placement import check_decoder_precision, resolve_decoder_precision
+from yomiage.runtime.plan import DEFAULT_MEMORY_BUDGET_MB, Plan
+from yomiage.runtime.plan_store import PlanStore
+from yomiage.runtime.planner import BertGraph, Planner
 from yomiage.runtime.sessions import Sessions
 from yomiage.synthesis.pauses import join_token_rows
 from yomiage.text.g2p import Phonemes
@@ -53,6 +53,9 @@ class OnnxBackend:
         verified_dir: Path | None = None,
         compiled_dir: Path | None = None,
         openvino: bool | None = None,
+        memory_budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
+        plans_dir: Path | None = None,
+        measure_plan: bool | None = None,
     ) -> None:
         """``decoder_precision``: ``auto`` (bf16 on OpenVINO where the CPU has native
         bfloat16, else fp32), ``fp32``, ``bf16`` or ``int8`` (the opt-in int8 decoder of
@@ -60,13 +63,15 @@ class OnnxBackend:
         they load; ``verified_dir`` remembers which files were
         (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's compiled
         graphs (:class:`~yomiage.runtime.sessions.Sessions`); ``openvino=False`` runs every
-        graph on ONNX Runtime."""
+        graph on ONNX Runtime. Each bundle runs by the plan :class:`Planner` chooses
+        for it within ``memory_budget_mb`` (measured once per CPU and kept in
+        ``plans_dir``; ``measure_plan=False`` takes the fallback); ``windowing``, when
+        given, replaces the plan's decoder windows."""
         self.decoder_precision = check_decoder_precision(decoder_precision)
         self.verified_dir = verified_dir
         self.sessions = Sessions(threads, cache_dir=compiled_dir, openvino=openvino)
         self.options = self.sessions.ort_options
-        self.windowing = windowing or Windowing()
-        self._placement: VoicePlacement | None = None
+        self.windowing = windowing
         self.bert = OnnxBert(
             Path(bert_dir),
             self.sessions,
@@ -74,19 +79,29 @@ class OnnxBackend:
             tokenizer_dir=Path(tokenizer_dir) if tokenizer_dir is not None else None,
             verified_dir=verified_dir,
         )
+        self.planner = Planner(
+            self.sessions,
+            BertGraph(
+                Path(bert_dir),
+                self.bert.path,
+                Path(tokenizer_dir) if tokenizer_dir is not None else None,
+                precision,
+            ),
+            decoder_precision=self.decoder_precision,
+            budget_mb=memory_budget_mb,
+            store=PlanStore(plans_dir) if plans_dir is not None else None,
+            measure_plan=measure_plan,
+            compiled_dir=compiled_dir,
+        )
 
-    @property
-    def placement(self) -> VoicePlacement:
-        """Where bundles' graphs run (resolved on first use: it may import OpenVINO)."""
-        if self._placement is None:
-            # int8 runs on ONNX Runtime: no need to start OpenVINO for it.
-            has = self.decoder_precision != "int8" and self.sessions.has_openvino
-            precision = resolve_decoder_precision(
-                self.decoder_precision, openvino=has, native_bf16=has and self.sessions.native_bf16
+    def plan(self, folder: Path) -> Plan:
+        """The plan a bundle in ``folder`` runs by (may measure, once per CPU)."""
+        if self.decoder_precision == "bf16":  # raises without OpenVINO, warns if emulated
+            has = self.sessions.has_openvino
+            resolve_decoder_precision(
+                "bf16", openvino=has, native_bf16=has and self.sessions.native_bf16
             )
-            automatic = self.decoder_precision == "auto"
-            self._placement = voice_placement(precision, openvino=has, automatic=automatic)
-        return self._placement
+        return self.planner.plan_for(read_manifest(folder))
 
     def load_voice(self, folder: Path | str) -> OnnxVoice:
         """A yomiage bundle (``voice.json``) or a HayaKoe speaker folder."""
@@ -100,12 +115,18 @@ class OnnxBackend:
                 )
             voice = HayakoeVoice(folder, self.sessions)
         else:
+            plan = self.plan(folder)
+            precision = "int8" if self.decoder_precision == "int8" else plan.decoder.precision
             voice = BundleVoice(
                 folder,
                 self.sessions,
-                self.placement,
-                windowing=self.windowing,
+                plan.placement(
+                    "fp32" if precision == "f32" else precision,
+                    automatic=self.decoder_precision == "auto",
+                ),
+                windowing=self.windowing or plan.windowing,
                 verified_dir=self.verified_dir,
+                plan=plan,
             )
         if voice.bert_dim != self.bert.hidden_size:
             raise ModelLoadError(

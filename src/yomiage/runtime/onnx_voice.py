@@ -23,18 +23,17 @@ from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
 from yomiage.runtime.chunking import (
-    DEFAULT_FIRST_WINDOW_FRAMES,
-    DEFAULT_WINDOW_FRAMES,
-    FIRST_FLOW_SPAN_FRAMES,
-    FLOW_SPAN_FRAMES,
+    Windowing,
     clause_ends,
     fixed_windows,
     flow_spans,
+    window_lengths,
     windows,
 )
 from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
+from yomiage.runtime.plan import Plan
 from yomiage.runtime.sessions import Sessions
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
@@ -70,22 +69,6 @@ def sentence_feeds(
     return SentenceFeeds(inputs, bert, style, options.speaker_id)
 
 
-@dataclass(frozen=True)
-class Windowing:
-    """Frames per decoder window (the first is smaller, the next ones grow up to
-    ``window_frames``) and per flow span."""
-
-    window_frames: int = DEFAULT_WINDOW_FRAMES
-    first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
-    flow_frames: int = FLOW_SPAN_FRAMES
-    first_flow_frames: int = FIRST_FLOW_SPAN_FRAMES
-
-    def __post_init__(self) -> None:
-        if min(self.window_frames, self.first_window_frames, self.flow_frames,
-               self.first_flow_frames) < 1:  # fmt: skip
-            raise ValueError("decoder windows and flow spans need at least one frame")
-
-
 class BundleVoice:
     """A bundle from ``yomiage convert``: durations first, audio window by window."""
 
@@ -97,9 +80,12 @@ class BundleVoice:
         *,
         windowing: Windowing | None = None,
         verified_dir: Path | None = None,
+        plan: Plan | None = None,
     ) -> None:
         """``verified_dir``: where to remember files already checked (see
-        :mod:`yomiage.runtime.integrity`); every file read is checked either way."""
+        :mod:`yomiage.runtime.integrity`); every file read is checked either way.
+        ``plan``: the plan ``placement`` and ``windowing`` came from (shown by
+        ``yomiage bench`` and logs)."""
         m: VoiceManifest = read_manifest(folder)
         decoder = placement.decoder_graph
         if not m.file(decoder).is_file():
@@ -111,6 +97,7 @@ class BundleVoice:
             folder, m.files, used_files(m.files, decoder, DECODER_GRAPHS.values()), verified_dir
         )
         self.manifest = m
+        self.plan = plan
         self.windowing = windowing or Windowing()
         placement = placement.sized(graph_bytes(m.file(decoder)))  # small: ONNX Runtime
         self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder)
@@ -163,6 +150,23 @@ class BundleVoice:
     ) -> EncodedSentence:
         """The decoder reads the durations from the sentence itself (decode_windows)."""
         return replace(encoded, durations=durations)
+
+    def warm_shapes(self) -> None:
+        """Run the decoder once at each window length its schedule uses, so no request
+        pays for compiling one (OpenVINO compiles per input length: 1-4 s each).
+        Nothing to do for an engine that does not keep shapes."""
+        if not self.decoder.few_shapes:
+            return
+        w = self.windowing
+        context = self.manifest.receptive_field_frames
+        g_dim = self.decoder.input_shape("g")[1]
+        g = np.zeros((1, g_dim if isinstance(g_dim, int) else 1, 1), np.float32)
+        for length in window_lengths(
+            w.window_frames, context, min(w.first_window_frames, w.window_frames)
+        ):
+            z = np.zeros((1, self.manifest.inter_channels, length), np.float32)
+            self.decoder.run({"z": z, "g": g})
+        release_free_memory()
 
     def _encode(
         self, x: SentenceFeeds, options: SynthesisOptions, rng: Any

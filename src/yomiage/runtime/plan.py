@@ -1,0 +1,308 @@
+"""The plan a voice runs by: each graph's engine and precision, the decoder's window
+lengths, the threads; one frozen value, chosen in one place.
+
+Which decoder plan is fastest is a property of the CPU, not of a flag it reports:
+on Zen 4 (AVX-512 BF16, no AMX) OpenVINO's bfloat16 decoder costs 4.3 ms per
+frame in a 62-frame window and 2.1 in a 286-frame one, while with AMX it is
+2.1-2.5 ms at every length but holds ~100-300 MB more per length it has seen;
+on AVX2-only CPUs there is no bfloat16 at all. So a plan is chosen from
+measurements taken on the machine (:mod:`yomiage.runtime.plan_measure`), kept
+per CPU model, voice architecture and library versions
+(:mod:`yomiage.runtime.plan_store`), and :func:`choose_plan` below is the whole
+rule: the fastest option whose predicted peak memory fits the budget, never
+slower than plain ONNX Runtime float32 on any sentence length. Without
+measurements (measuring off, or impossible) :func:`fallback_plan` gives a fixed
+answer from the CPU's features.
+
+The encoder and the flow stay on ONNX Runtime in float32 in every plan
+(measured on Zen 4, :mod:`yomiage.runtime.placement`: OpenVINO was no faster on
+the encoder and 1.1-1.2x on the flow at +240 MB); the decoder, 85% of the work,
+is where the plans differ.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from yomiage.runtime.chunking import (
+    DEFAULT_FIRST_WINDOW_FRAMES,
+    DEFAULT_WINDOW_FRAMES,
+    Windowing,
+    fixed_windows,
+    window_lengths,
+    windows,
+)
+from yomiage.runtime.placement import (
+    DECODER_GRAPHS,
+    ORT_F32,
+    Engine,
+    Placement,
+    Precision,
+    VoicePlacement,
+)
+
+# The default budget: peak resident memory of one process with one voice and its BERT.
+DEFAULT_MEMORY_BUDGET_MB = 1000
+# Sentence lengths (decoder frames, ~11.6 ms each at 44.1 kHz) a plan is judged on: a
+# word, a short reply, a typical sentence, a long one, one near the flow's span.
+REFERENCE_SENTENCE_FRAMES = (40, 120, 250, 450, 700, 1000)
+# Decoder windows an option may grow to; the first window stays small for first audio.
+WINDOW_CHOICES = (128, 256, 512)
+# OpenVINO keeps every length it has seen (~100-300 MB at 542 frames) and gains little
+# past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256.
+OPENVINO_WINDOW_CHOICES = (128, 256)
+
+
+@dataclass(frozen=True, order=True)
+class DecoderChoice:
+    """How the decoder runs: engine, precision and the window schedule (the first
+    window's frames, doubling up to ``window_frames``)."""
+
+    engine: Engine
+    precision: Precision
+    window_frames: int = DEFAULT_WINDOW_FRAMES
+    first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(self.engine, self.precision)
+
+    @property
+    def keeps_shapes(self) -> bool:
+        """OpenVINO keeps kernels per input length: show it only the schedule's lengths."""
+        return self.engine == "openvino"
+
+    def lengths(self, context: int) -> tuple[int, ...]:
+        """The padded window lengths this schedule runs the decoder at, smallest first."""
+        return window_lengths(self.window_frames, context, self.first_window_frames)
+
+    def key(self) -> str:
+        return f"{self.engine}-{self.precision}-{self.first_window_frames}-{self.window_frames}"
+
+    def __str__(self) -> str:
+        return (
+            f"{self.engine} {self.precision}, windows {self.first_window_frames}-"
+            f"{self.window_frames} frames"
+        )
+
+
+@dataclass(frozen=True)
+class EngineTimings:
+    """The decoder measured on one engine and precision, in one fresh process: ms per
+    call at each padded length, and the resident memory it had added once it had run
+    every length up to that one (lengths met in increasing order, as a server meets
+    them; OpenVINO keeps each, ONNX Runtime's arena grows to the largest)."""
+
+    engine: Engine
+    precision: Precision
+    call_ms: Mapping[int, float]
+    memory_mb: Mapping[int, float]
+
+    def ms_at(self, length: int) -> float:
+        """ms for one call at ``length`` frames: measured, or linear between the
+        measured lengths around it (beyond them, at the nearest one's cost per frame)."""
+        known = sorted(self.call_ms)
+        if length in self.call_ms:
+            return self.call_ms[length]
+        i = bisect.bisect_left(known, length)
+        if i == 0:
+            return self.call_ms[known[0]] * length / known[0]
+        if i == len(known):
+            return self.call_ms[known[-1]] * length / known[-1]
+        lo, hi = known[i - 1], known[i]
+        share = (length - lo) / (hi - lo)
+        return self.call_ms[lo] + share * (self.call_ms[hi] - self.call_ms[lo])
+
+    def memory_up_to(self, length: int) -> float | None:
+        """Memory added once every measured length up to ``length`` has run (None when
+        ``length`` was not measured)."""
+        return self.memory_mb.get(length)
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """What choosing a plan needs, measured on this machine for one voice architecture:
+    the decoder per engine; ``floor_mb``, the peak of everything else (BERT, the
+    encoder and flow, their activations on a paragraph, the libraries); and
+    ``ort_peak_mb``, the whole peak with the decoder on ONNX Runtime per window size
+    (its decoder shares the arena the other graphs use, so it is measured whole)."""
+
+    floor_mb: float
+    engines: tuple[EngineTimings, ...]
+    context: int  # the decoder's receptive field in frames (each window's padding)
+    ort_peak_mb: Mapping[int, float] = field(default_factory=dict)
+
+    def engine(self, engine: str, precision: str) -> EngineTimings | None:
+        return next(
+            (e for e in self.engines if e.engine == engine and e.precision == precision), None
+        )
+
+
+@dataclass(frozen=True)
+class PlanOption:
+    """One decoder choice judged: predicted seconds of decoding per reference
+    sentence, predicted peak memory, and why it was passed over (None: eligible)."""
+
+    choice: DecoderChoice
+    seconds: tuple[float, ...]
+    peak_mb: float
+    refused: str | None = None
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a voice's graphs run and how its decoder is windowed.
+
+    ``basis`` says where the plan came from ("measured on ..." or "fallback: ...");
+    ``options`` are the alternatives judged (empty for a fallback), the chosen first.
+    """
+
+    decoder: DecoderChoice
+    budget_mb: int
+    basis: str
+    threads: int
+    encoder: Placement = ORT_F32
+    flow: Placement = ORT_F32
+    peak_mb: float | None = None
+    options: tuple[PlanOption, ...] = field(default=(), compare=False)
+
+    def placement(self, precision: str, *, automatic: bool) -> VoicePlacement:
+        """The graphs' placement for a bundle (``precision``: the decoder's, fp32/bf16/int8)."""
+        return VoicePlacement(
+            self.encoder,
+            self.flow,
+            self.decoder.placement,
+            DECODER_GRAPHS[precision],
+            precision,
+            automatic,
+        )
+
+    @property
+    def windowing(self) -> Windowing:
+        return Windowing(
+            window_frames=self.decoder.window_frames,
+            first_window_frames=self.decoder.first_window_frames,
+        )
+
+    def describe(self) -> str:
+        peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
+        return f"decoder {self.decoder}{peak} (budget {self.budget_mb} MB; {self.basis})"
+
+
+def decoder_calls(choice: DecoderChoice, frames: int, context: int) -> list[int]:
+    """The padded lengths of the decoder calls that decode a sentence of ``frames``
+    frames under ``choice`` (as :class:`~yomiage.runtime.onnx_voice.BundleVoice`
+    makes them when audio streams from the start)."""
+    first = min(choice.first_window_frames, choice.window_frames)
+    if choice.keeps_shapes:
+        return [
+            window.pad_stop - window.pad_start + zeros
+            for window, zeros in fixed_windows(frames, choice.window_frames, context, first)
+        ]
+    return [w.pad_stop - w.pad_start for w in windows(frames, choice.window_frames, context, first)]
+
+
+def candidates(*, openvino: bool, native_bf16: bool) -> tuple[DecoderChoice, ...]:
+    """Every decoder choice worth measuring on this machine. ONNX Runtime float32 is
+    always one (and the reference no choice may be slower than); OpenVINO float32
+    where OpenVINO runs; bfloat16 only where the CPU computes it natively (emulated
+    it is slower than float32). The int8 decoder changes the audio more (~27 dB SNR)
+    and stays an explicit choice."""
+    out = [DecoderChoice("onnxruntime", "f32", w) for w in WINDOW_CHOICES]
+    if openvino:
+        out += [DecoderChoice("openvino", "f32", w) for w in OPENVINO_WINDOW_CHOICES]
+        if native_bf16:
+            out += [DecoderChoice("openvino", "bf16", w) for w in OPENVINO_WINDOW_CHOICES]
+    return tuple(out)
+
+
+def judge(
+    choice: DecoderChoice,
+    measured: Measurements,
+    budget_mb: int,
+    frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
+) -> PlanOption | None:
+    """``choice`` predicted from the measurements (None when its engine or its
+    largest length was not measured)."""
+    timings = measured.engine(choice.engine, choice.precision)
+    if timings is None:
+        return None
+    lengths = choice.lengths(measured.context)
+    memory = timings.memory_up_to(lengths[-1])
+    if memory is None:
+        return None
+    seconds = tuple(
+        sum(timings.ms_at(n) for n in decoder_calls(choice, f, measured.context)) / 1000
+        for f in frames
+    )
+    peak = measured.floor_mb + memory
+    if choice.engine == "onnxruntime" and choice.window_frames in measured.ort_peak_mb:
+        peak = max(measured.floor_mb, measured.ort_peak_mb[choice.window_frames])
+    refused = None
+    if peak > budget_mb:
+        refused = f"~{peak:.0f} MB peak is over the {budget_mb} MB budget"
+    return PlanOption(choice, seconds, peak, refused)
+
+
+def choose_plan(
+    measured: Measurements,
+    budget_mb: int,
+    *,
+    threads: int,
+    basis: str,
+    allowed: Iterable[DecoderChoice],
+    frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
+    require_faster: bool = True,
+) -> Plan:
+    """The fastest of ``allowed`` over the reference sentences whose predicted peak
+    fits ``budget_mb`` and (``require_faster``, as ``auto`` asks) that is no slower
+    than ONNX Runtime float32 (at the default windows) on any of them; ties go to
+    less memory, then to the order of :class:`DecoderChoice`, so the same
+    measurements always give the same plan. When nothing fits the budget, the
+    option with the least memory is taken (its ``basis`` says so): a plan that
+    runs is better than none."""
+    judged = [o for o in (judge(c, measured, budget_mb, frames) for c in allowed) if o]
+    reference = judge(DecoderChoice("onnxruntime", "f32"), measured, budget_mb, frames)
+    if not judged or reference is None:
+        raise ValueError("the measurements hold no ONNX Runtime float32 decoder to compare with")
+    options = []
+    for o in judged:
+        slower = [
+            f for f, mine, base in zip(frames, o.seconds, reference.seconds, strict=True)
+            if mine > base
+        ]  # fmt: skip
+        if require_faster and o.refused is None and slower and o.choice.engine != "onnxruntime":
+            o = PlanOption(o.choice, o.seconds, o.peak_mb,
+                           f"slower than ONNX Runtime float32 at {slower[0]} frames")  # fmt: skip
+        options.append(o)
+    eligible = [o for o in options if o.refused is None]
+    if eligible:
+        best = min(eligible, key=lambda o: (round(o.total_s, 4), o.peak_mb, o.choice))
+        why = basis
+    else:
+        best = min(options, key=lambda o: (o.peak_mb, o.total_s, o.choice))
+        why = f"{basis}; no option fits the budget, the smallest taken"
+    others = sorted((o for o in options if o is not best),
+                    key=lambda o: (o.refused is not None, o.total_s))  # fmt: skip
+    ranked = [best, *others]
+    return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked))
+
+
+def fallback_plan(
+    *, openvino: bool, native_bf16: bool, budget_mb: int, threads: int, why: str
+) -> Plan:
+    """The plan without measurements: bfloat16 on OpenVINO where the CPU has it natively
+    (the best measured choice on Zen 4 and AMX alike for speed), float32 on ONNX
+    Runtime elsewhere; 256-frame windows. Its memory is not predicted, so with a
+    budget below the default it takes ONNX Runtime float32, the least memory."""
+    if openvino and native_bf16 and budget_mb >= DEFAULT_MEMORY_BUDGET_MB:
+        choice = DecoderChoice("openvino", "bf16")
+    else:
+        choice = DecoderChoice("onnxruntime", "f32")
+    return Plan(choice, budget_mb, f"fallback: {why}", threads)

@@ -1,0 +1,255 @@
+"""Measuring, on this machine, what :func:`~yomiage.runtime.plan.choose_plan` needs.
+
+Each measurement runs in a fresh process (``python -m yomiage.runtime.plan_measure``),
+because memory is what a plan is judged on and a process never gives its
+high-water mark back: OpenVINO keeps the kernels of every length it has seen,
+ONNX Runtime's arena keeps its largest working set. One process per engine and
+precision times the decoder alone at each window length of the schedules
+(smallest first, as a server meets them) and records the memory it has added
+after each; one more runs the whole engine on a paragraph with the decoder left
+out, for the floor every plan shares (the plan's peak is the two added: exact
+for OpenVINO, which keeps its own memory, and a little over for ONNX Runtime,
+whose decoder reuses the arena the other graphs freed). On a 2-core machine
+this takes 20-60 s, once per CPU model, voice architecture and engine versions
+(:mod:`yomiage.runtime.plan_store` keeps it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from yomiage.runtime.plan import EngineTimings, Measurements
+
+log = logging.getLogger(__name__)
+
+# Set in the measuring processes (and by a user: "0") so no plan is measured there.
+MEASURE_ENV = "YOMIAGE_PLAN_MEASURE"
+# A request as long as a paragraph (about 40 s of speech in 9 sentences, one of them
+# over 10 s): what the floor is measured on.
+LONG_SENTENCE = (
+    "小さな公園の前を通り過ぎると、ベンチに座ったおじいさんが新聞を広げながら、"
+    "足元に集まってきた鳩たちにパンくずを少しずつ分けてあげているのが見えました。"
+)
+CALIBRATION_TEXT = (
+    "春の朝、駅へ向かう道には桜の花びらが舞っていました。"
+    + LONG_SENTENCE
+    + "角のパン屋からは焼きたてのクロワッサンの香りが漂ってきます。"
+    "店の前には、もう何人かの人が静かに並んでいました。"
+    "私は少し迷ってから、列の一番後ろに加わることにしました。"
+    "順番を待つあいだ、空を見上げると、白い雲がゆっくりと東へ流れていきました。"
+    "やがて扉が開き、店員さんが明るい声で挨拶をしてくれました。"
+    "今日も一日、良いことがありますように。"
+)
+CALL_TIMEOUT_S = 300.0
+TIMED_RUNS = 3
+
+
+class MeasureError(RuntimeError):
+    """A measuring process failed or timed out (the plan then falls back)."""
+
+
+@dataclass(frozen=True)
+class MeasureJob:
+    """What to measure for one voice: its decoder graph, bundle and BERT, and the
+    lengths to time on each engine and precision (the union of its candidate
+    schedules' lengths)."""
+
+    decoder: Path
+    bundle: Path
+    bert: Path
+    tokenizer: Path | None
+    bert_precision: str
+    threads: int
+    lengths: Mapping[tuple[str, str], tuple[int, ...]]
+    ort_windows: tuple[int, ...]  # ONNX Runtime schedules whose whole peak to measure
+    context: int
+    compiled_dir: Path | None
+
+
+def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> Measurements:
+    """The decoder on each engine and precision of ``job.lengths``, and the floor, each
+    in a fresh process."""
+    timings = []
+    steps = len(job.lengths) + 1
+    for i, ((engine, precision), lengths) in enumerate(sorted(job.lengths.items()), 1):
+        progress(f"measuring the decoder on {engine} {precision} ({i}/{steps}, once per CPU)")
+        raw = _child({"what": "decoder", "engine": engine, "precision": precision,
+                      **_plain(job), "lengths": list(lengths)})  # fmt: skip
+        timings.append(
+            EngineTimings(
+                engine,  # type: ignore[arg-type]
+                precision,  # type: ignore[arg-type]
+                {int(k): float(v) for k, v in raw["call_ms"].items()},
+                {int(k): float(v) for k, v in raw["memory_mb"].items()},
+            )
+        )
+    progress(f"measuring the memory of the rest of the engine ({steps}/{steps})")
+    raw = _child({"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)})
+    ort_peaks = {int(w): float(mb) for w, mb in raw["ort_peak_mb"].items()}
+    return Measurements(float(raw["peak_mb"]), tuple(timings), job.context, ort_peaks)
+
+
+def _plain(job: MeasureJob) -> dict[str, Any]:
+    return {
+        "decoder": str(job.decoder),
+        "bundle": str(job.bundle),
+        "bert": str(job.bert),
+        "tokenizer": str(job.tokenizer) if job.tokenizer else None,
+        "bert_precision": job.bert_precision,
+        "threads": job.threads,
+        "context": job.context,
+        "compiled_dir": str(job.compiled_dir) if job.compiled_dir else None,
+    }
+
+
+def _child(args: dict[str, Any]) -> dict[str, Any]:
+    env = dict(os.environ, **{MEASURE_ENV: "0"})
+    command = [sys.executable, "-m", "yomiage.runtime.plan_measure", json.dumps(args)]
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S, env=env, check=False
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise MeasureError(f"measuring {args['what']} took over {CALL_TIMEOUT_S:.0f} s") from exc
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise MeasureError(f"measuring {args['what']} failed: {tail}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+# -- in the measuring process -------------------------------------------------------------
+
+
+def _memory_mb() -> tuple[float, float]:
+    """(resident, high-water mark) of this process in MB (Linux; elsewhere from
+    ``resource``, which gives only the high-water mark)."""
+    try:
+        fields = {}
+        for line in Path("/proc/self/status").read_text().splitlines():
+            name, _, value = line.partition(":")
+            if name in ("VmRSS", "VmHWM"):
+                fields[name] = int(value.split()[0]) / 1024
+        return fields["VmRSS"], fields["VmHWM"]
+    except (OSError, KeyError, ValueError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return peak, peak
+
+
+def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
+    import numpy as np
+
+    from yomiage.runtime.placement import Placement
+    from yomiage.runtime.sessions import Sessions
+
+    compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
+    openvino = args["engine"] == "openvino"
+    sessions = Sessions(args["threads"], cache_dir=compiled, openvino=openvino)
+    if openvino and not sessions.has_openvino:
+        raise MeasureError("OpenVINO is not available")
+    before, _ = _memory_mb()
+    session = sessions.open(Path(args["decoder"]), Placement(args["engine"], args["precision"]))
+    if session.placement != Placement(args["engine"], args["precision"]):
+        raise MeasureError(f"{args['engine']} refused the decoder")
+    rng = np.random.default_rng(0)
+    z_dim, g_dim = session.input_shape("z")[1], session.input_shape("g")[1]
+    if not isinstance(z_dim, int) or not isinstance(g_dim, int):
+        raise MeasureError("the decoder's channel counts are not fixed")
+    g = rng.standard_normal((1, g_dim, 1), dtype=np.float32)
+    call_ms, memory_mb = {}, {}
+    for length in sorted(args["lengths"]):
+        z = rng.standard_normal((1, z_dim, length), dtype=np.float32) * np.float32(0.5)
+        session.run({"z": z, "g": g})  # OpenVINO compiles for a new length here
+        runs = []
+        for _ in range(TIMED_RUNS):
+            start = time.perf_counter()
+            session.run({"z": z, "g": g})
+            runs.append(time.perf_counter() - start)
+        call_ms[length] = round(sorted(runs)[len(runs) // 2] * 1000, 2)
+        memory_mb[length] = round(_memory_mb()[0] - before, 1)
+    return {"call_ms": call_ms, "memory_mb": memory_mb}
+
+
+class _SilentDecoder:
+    """Stands in for the decoder while the floor is measured: right-sized silence, so
+    everything else runs exactly as in a request while the decoder adds nothing."""
+
+    few_shapes = False
+
+    def __init__(self, real: Any, hop: int) -> None:
+        self._real = real
+        self._hop = hop
+
+    def input_shape(self, name: str) -> Any:
+        return self._real.input_shape(name)
+
+    def run(self, feeds: Any) -> list[Any]:
+        import numpy as np
+
+        frames = feeds["z"].shape[2]
+        return [np.zeros((1, 1, frames * self._hop), np.float32)]
+
+
+def _floor(args: dict[str, Any]) -> dict[str, Any]:
+    """The whole engine's peak on the calibration text with the decoder left out; then,
+    with the decoder on ONNX Runtime, the peak after its long sentence decoded in
+    each window size, smallest first (ONNX Runtime's decoder allocates from the
+    arena the other graphs freed, so its share is only seen together)."""
+    from yomiage.runtime.chunking import Windowing
+    from yomiage.runtime.onnx_backend import OnnxBackend
+    from yomiage.runtime.onnx_voice import BundleVoice
+    from yomiage.speaker import Speaker
+    from yomiage.synthesis.gate import ComputeGate
+    from yomiage.synthesis.pipeline import Pipeline
+    from yomiage.text.frontend import Frontend
+
+    backend = OnnxBackend(
+        Path(args["bert"]),
+        precision=args["bert_precision"],
+        threads=args["threads"],
+        tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
+        decoder_precision="fp32",
+        openvino=False,
+        measure_plan=False,
+    )
+    voice = backend.load_voice(Path(args["bundle"]))
+    if not isinstance(voice, BundleVoice):
+        raise MeasureError("only yomiage bundles have a plan to measure")
+    real = voice.decoder
+    voice.decoder = _SilentDecoder(real, voice.info.hop_length)  # type: ignore[assignment]
+    speaker = Speaker("calibration", voice, Pipeline(backend, Frontend(), ComputeGate(1)))
+    for _ in range(2):
+        speaker.generate(CALIBRATION_TEXT, seed=0)
+    floor = round(_memory_mb()[1], 1)
+    voice.decoder = real
+    with_decoder = {}
+    for window in sorted(args["ort_windows"]):
+        voice.windowing = Windowing(window_frames=window)
+        speaker.generate(LONG_SENTENCE, seed=0)
+        with_decoder[window] = round(_memory_mb()[1], 1)
+    return {"peak_mb": floor, "ort_peak_mb": with_decoder}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = json.loads((argv or sys.argv[1:])[0])
+    os.environ[MEASURE_ENV] = "0"
+    logging.basicConfig(level=logging.WARNING)
+    result = _time_decoder(args) if args["what"] == "decoder" else _floor(args)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

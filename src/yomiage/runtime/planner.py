@@ -1,0 +1,195 @@
+"""Choosing each voice's :class:`~yomiage.runtime.plan.Plan` for one CPU backend.
+
+The order of the decision, all of it here:
+
+1. ``decoder_precision="int8"``: the int8 graph on ONNX Runtime (an explicit
+   choice; nothing to measure).
+2. A small decoder under ``auto`` (the committed tiny voice): ONNX Runtime float32,
+   as :mod:`yomiage.runtime.placement` explains.
+3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
+   cache to keep it in: :func:`~yomiage.runtime.plan.fallback_plan`.
+4. Otherwise the measurements kept for this CPU, voice architecture, threads and
+   engine versions, measured once now if there are none
+   (:mod:`yomiage.runtime.plan_measure`, 20-60 s, logged as it goes), and
+   :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
+   precision allows. A measurement that fails falls back, with the reason logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from yomiage.runtime.bundle import VoiceManifest
+from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, graph_bytes
+from yomiage.runtime.plan import (
+    DEFAULT_MEMORY_BUDGET_MB,
+    DecoderChoice,
+    Measurements,
+    Plan,
+    candidates,
+    choose_plan,
+    fallback_plan,
+)
+from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError, MeasureJob, measure
+from yomiage.runtime.plan_store import PlanKey, PlanStore, cpu_identity, voice_architecture
+from yomiage.runtime.sessions import Sessions, openvino_version
+from yomiage.runtime.telemetry import engines_without_telemetry
+
+with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
+    import onnxruntime as ort
+
+log = logging.getLogger(__name__)
+
+Measure = Callable[[MeasureJob], Measurements]
+
+
+@dataclass(frozen=True)
+class BertGraph:
+    """The BERT every voice of the backend shares: part of what the floor measures."""
+
+    folder: Path
+    graph: Path
+    tokenizer: Path | None
+    precision: str
+
+
+class Planner:
+    """Plans for the voices of one backend; thread-safe (one measurement at a time)."""
+
+    def __init__(
+        self,
+        sessions: Sessions,
+        bert: BertGraph,
+        *,
+        decoder_precision: str = "auto",
+        budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
+        store: PlanStore | None = None,
+        measure_plan: bool | None = None,
+        compiled_dir: Path | None = None,
+        measure_fn: Measure = measure,
+    ) -> None:
+        """``measure_plan=None``: measure unless the environment says
+        ``YOMIAGE_PLAN_MEASURE=0``. ``measure_fn`` takes the measurements (tests give
+        their own)."""
+        self.sessions = sessions
+        self.bert = bert
+        self.decoder_precision = decoder_precision
+        self.budget_mb = budget_mb
+        self.store = store
+        if measure_plan is None:
+            measure_plan = os.environ.get(MEASURE_ENV, "1").strip() not in ("0", "false", "no")
+        self.measure_plan = measure_plan
+        self.compiled_dir = compiled_dir
+        self._measure = measure_fn
+        self._lock = threading.Lock()
+
+    def plan_for(self, manifest: VoiceManifest) -> Plan:
+        """The plan a bundle with ``manifest`` runs by."""
+        threads = self.sessions.threads
+        requested = self.decoder_precision
+        if requested == "int8":
+            return Plan(DecoderChoice("onnxruntime", "f32"), self.budget_mb,
+                        "the int8 decoder runs on ONNX Runtime", threads)  # fmt: skip
+        decoder_bytes = graph_bytes(manifest.file("decoder.onnx"))
+        if requested == "auto" and decoder_bytes < OPENVINO_MIN_DECODER_BYTES:
+            return Plan(DecoderChoice("onnxruntime", "f32"), self.budget_mb,
+                        f"a small decoder ({decoder_bytes / 1e6:.1f} MB) runs on ONNX Runtime",
+                        threads)  # fmt: skip
+        has_openvino = self.sessions.has_openvino
+        native = has_openvino and self.sessions.native_bf16
+        allowed = self._allowed(has_openvino, native)
+        if not self.measure_plan or self.store is None:
+            why = "measuring is off" if not self.measure_plan else "no cache to keep it in"
+            return self._fallback(has_openvino, native, why)
+        key = self._key(manifest)
+        with self._lock:
+            kept = self.store.load(key)
+            if kept is None:
+                try:
+                    measured = self._measure_now(manifest, allowed)
+                except MeasureError as exc:
+                    log.warning("could not measure a plan (%s); using the fallback", exc)
+                    return self._fallback(has_openvino, native, f"measuring failed ({exc})")
+                kept = measured, time.strftime("%Y-%m-%d")
+                self.store.save(key, *kept)
+        measured, when = kept
+        plan = choose_plan(
+            measured,
+            self.budget_mb,
+            threads=threads,
+            basis=f"measured on {key.cpu} ({when})",
+            allowed=allowed,
+            require_faster=requested == "auto",
+        )
+        log.info("plan for %s: %s", manifest.name, plan.describe())
+        return plan
+
+    def _allowed(self, has_openvino: bool, native: bool) -> tuple[DecoderChoice, ...]:
+        every = candidates(openvino=has_openvino, native_bf16=native)
+        if self.decoder_precision == "fp32":
+            return tuple(c for c in every if c.precision == "f32")
+        if self.decoder_precision == "bf16":  # explicit: honoured even where it is emulated
+            every = candidates(openvino=has_openvino, native_bf16=True)
+            return tuple(c for c in every if c.precision == "bf16")
+        return every
+
+    def _fallback(self, has_openvino: bool, native: bool, why: str) -> Plan:
+        if self.decoder_precision == "fp32":
+            native = False  # float32 asked for: ONNX Runtime, as without bf16
+        if self.decoder_precision == "bf16":
+            return Plan(DecoderChoice("openvino", "bf16"), self.budget_mb,
+                        f"fallback: {why}", self.sessions.threads)  # fmt: skip
+        return fallback_plan(openvino=has_openvino, native_bf16=native, budget_mb=self.budget_mb,
+                             threads=self.sessions.threads, why=why)  # fmt: skip
+
+    def _key(self, manifest: VoiceManifest) -> PlanKey:
+        cpu, flags = cpu_identity()
+        graphs = {
+            "encoder": manifest.file("encoder.onnx"),
+            "flow": manifest.file("flow.onnx"),
+            "decoder": manifest.file("decoder.onnx"),
+            f"bert-{self.bert.precision}": self.bert.graph,
+        }
+        architecture = voice_architecture(
+            graphs,
+            context=manifest.receptive_field_frames,
+            inter_channels=manifest.inter_channels,
+            hop_length=manifest.hop_length,
+        )
+        engines = (("onnxruntime", ort.__version__),
+                   ("openvino", openvino_version() or "none"))  # fmt: skip
+        return PlanKey(cpu, flags, self.sessions.threads, architecture, engines)
+
+    def _measure_now(
+        self, manifest: VoiceManifest, allowed: tuple[DecoderChoice, ...]
+    ) -> Measurements:
+        context = manifest.receptive_field_frames
+        reference = DecoderChoice("onnxruntime", "f32")
+        ort_windows = {c.window_frames for c in (*allowed, reference) if c.engine == "onnxruntime"}
+        lengths: dict[tuple[str, str], set[int]] = {}
+        for c in (*allowed, reference):
+            lengths.setdefault((c.engine, c.precision), set()).update(c.lengths(context))
+        job = MeasureJob(
+            decoder=manifest.file("decoder.onnx"),
+            bundle=manifest.path,
+            bert=self.bert.folder,
+            tokenizer=self.bert.tokenizer,
+            bert_precision=self.bert.precision,
+            threads=self.sessions.threads,
+            lengths={k: tuple(sorted(v)) for k, v in lengths.items()},
+            ort_windows=tuple(sorted(ort_windows)),
+            context=context,
+            compiled_dir=self.compiled_dir,
+        )
+        log.warning(
+            "choosing how to run %s on this CPU: measuring %d engine(s), once "
+            "(kept in %s; YOMIAGE_PLAN_MEASURE=0 skips it)",
+            manifest.name, len(lengths), self.store.root if self.store else "-",
+        )  # fmt: skip
+        return self._measure(job)

@@ -1,0 +1,281 @@
+"""The plan chooser on injected measurements: the budget, the never-slower rule, the
+cache's keys, and the planner's order of decisions (no timing is measured here)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.plan import (
+    DecoderChoice,
+    EngineTimings,
+    Measurements,
+    candidates,
+    choose_plan,
+    decoder_calls,
+    fallback_plan,
+)
+from yomiage.runtime.plan_measure import MeasureError, MeasureJob
+from yomiage.runtime.plan_store import PlanKey, PlanStore
+from yomiage.runtime.planner import BertGraph, Planner
+from yomiage.runtime.sessions import Sessions
+
+TINY = Path(__file__).parent / "data" / "voices" / "tiny"
+CONTEXT = 15
+LENGTHS = (62, 94, 158, 286, 542)
+
+
+def timings(engine: str, precision: str, ms_per_frame: float, mb_per_length: float,
+            fixed_ms: float = 0.0) -> EngineTimings:  # fmt: skip
+    """A made-up engine: each call costs ``fixed_ms`` plus ``ms_per_frame`` a frame, and
+    each length met adds ``mb_per_length``."""
+    return EngineTimings(
+        engine,  # type: ignore[arg-type]
+        precision,  # type: ignore[arg-type]
+        {n: fixed_ms + ms_per_frame * n for n in LENGTHS},
+        {n: mb_per_length * (i + 1) for i, n in enumerate(LENGTHS)},
+    )
+
+
+ORT = timings("onnxruntime", "f32", 4.0, 40)
+FAST_HUNGRY = timings("openvino", "bf16", 2.0, 100)  # twice as fast, 100 MB a length
+EVERYTHING = (*candidates(openvino=True, native_bf16=True),)
+
+
+def measured(*engines: EngineTimings, floor: float = 600) -> Measurements:
+    return Measurements(floor, engines, CONTEXT)
+
+
+def test_the_fastest_plan_within_the_budget_is_chosen() -> None:
+    plan = choose_plan(measured(ORT, FAST_HUNGRY), 2000, threads=2, basis="test",
+                       allowed=EVERYTHING)  # fmt: skip
+    assert plan.decoder.engine == "openvino" and plan.decoder.precision == "bf16"
+    assert plan.peak_mb is not None and plan.peak_mb <= 2000
+    assert plan.options[0].choice == plan.decoder
+
+
+@pytest.mark.parametrize("budget", [720, 800, 900, 1000, 1200])
+def test_a_plan_over_the_budget_is_never_chosen(budget: int) -> None:
+    plan = choose_plan(measured(ORT, FAST_HUNGRY), budget, threads=2, basis="test",
+                       allowed=EVERYTHING)  # fmt: skip
+    assert plan.peak_mb is not None and plan.peak_mb <= budget
+    for option in plan.options:
+        assert (option.peak_mb > budget) == (
+            option.refused is not None and "budget" in option.refused
+        )
+
+
+def test_a_tighter_budget_takes_fewer_window_lengths_before_another_engine() -> None:
+    roomy = choose_plan(measured(ORT, FAST_HUNGRY), 1100, threads=2, basis="t", allowed=EVERYTHING)
+    tight = choose_plan(measured(ORT, FAST_HUNGRY), 950, threads=2, basis="t", allowed=EVERYTHING)
+    assert roomy.decoder == DecoderChoice("openvino", "bf16", 256)  # 4 lengths: 600 + 400
+    assert tight.decoder == DecoderChoice("openvino", "bf16", 128)  # 3 lengths: 600 + 300
+
+
+def test_when_nothing_fits_the_least_memory_runs_and_says_so() -> None:
+    plan = choose_plan(measured(ORT, FAST_HUNGRY, floor=990), 1000, threads=2, basis="test",
+                       allowed=EVERYTHING)  # fmt: skip
+    assert plan.decoder == DecoderChoice("onnxruntime", "f32", 128)
+    assert "no option fits the budget" in plan.basis
+
+
+def test_auto_never_picks_a_plan_slower_than_onnx_runtime_on_any_length() -> None:
+    # Faster per frame, but each call pays 300 ms: slower on short sentences.
+    slow_start = timings("openvino", "bf16", 1.0, 10, fixed_ms=300)
+    plan = choose_plan(measured(ORT, slow_start), 5000, threads=2, basis="t", allowed=EVERYTHING)
+    assert plan.decoder.engine == "onnxruntime"
+    refused = [o for o in plan.options if o.choice.engine == "openvino"]
+    assert refused and all("slower than ONNX Runtime" in (o.refused or "") for o in refused)
+
+
+def test_an_explicit_precision_is_honoured_even_where_it_is_slower() -> None:
+    slow = timings("openvino", "bf16", 8.0, 10)
+    bf16 = tuple(c for c in EVERYTHING if c.precision == "bf16")
+    plan = choose_plan(measured(ORT, slow), 5000, threads=2, basis="t", allowed=bf16,
+                       require_faster=False)  # fmt: skip
+    assert plan.decoder.precision == "bf16"
+
+
+def test_the_same_measurements_always_give_the_same_plan() -> None:
+    m = measured(ORT, FAST_HUNGRY, timings("openvino", "f32", 2.0, 100))  # a tie on speed
+    plans = {choose_plan(m, 1500, threads=2, basis="t", allowed=order).decoder
+             for order in (EVERYTHING, tuple(reversed(EVERYTHING)))}  # fmt: skip
+    assert len(plans) == 1
+
+
+def test_onnx_runtime_peaks_measured_whole_replace_the_sum() -> None:
+    m = replace(measured(ORT), ort_peak_mb={128: 700.0, 256: 720.0, 512: 800.0})
+    plan = choose_plan(m, 750, threads=2, basis="t", allowed=EVERYTHING)
+    assert plan.decoder == DecoderChoice("onnxruntime", "f32", 256)
+    assert plan.peak_mb == 720.0
+
+
+def test_openvino_is_shown_only_the_schedules_lengths() -> None:
+    choice = DecoderChoice("openvino", "bf16", 256)
+    for frames in (5, 40, 61, 120, 300, 777, 1500):
+        assert set(decoder_calls(choice, frames, CONTEXT)) <= set(choice.lengths(CONTEXT))
+
+
+def test_candidates_follow_what_the_cpu_has() -> None:
+    assert {c.engine for c in candidates(openvino=False, native_bf16=True)} == {"onnxruntime"}
+    no_bf16 = candidates(openvino=True, native_bf16=False)
+    assert {c.precision for c in no_bf16} == {"f32"}
+    assert {(c.engine, c.precision) for c in candidates(openvino=True, native_bf16=True)} == {
+        ("onnxruntime", "f32"), ("openvino", "f32"), ("openvino", "bf16")}  # fmt: skip
+
+
+def test_the_fallback_takes_the_least_memory_under_a_small_budget() -> None:
+    big = fallback_plan(openvino=True, native_bf16=True, budget_mb=1000, threads=2, why="x")
+    small = fallback_plan(openvino=True, native_bf16=True, budget_mb=600, threads=2, why="x")
+    plain = fallback_plan(openvino=True, native_bf16=False, budget_mb=1000, threads=2, why="x")
+    assert big.decoder.precision == "bf16"
+    assert small.decoder.engine == plain.decoder.engine == "onnxruntime"
+    assert big.basis == "fallback: x"
+
+
+# -- the store --------------------------------------------------------------------------
+
+
+def key(**changes: object) -> PlanKey:
+    base = PlanKey("Test CPU", ("avx2",), 2, (("decoder", 59_000_000), ("context", 15)),
+                   (("onnxruntime", "1.0"), ("openvino", "2026.1")))  # fmt: skip
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
+    store = PlanStore(tmp_path)
+    m = replace(measured(ORT, FAST_HUNGRY), ort_peak_mb={256: 777.0})
+    store.save(key(), m, "2026-11-26")
+    assert store.load(key()) == (m, "2026-11-26")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"cpu": "Another CPU"},
+        {"cpu_flags": ("avx2", "amx_bf16")},
+        {"threads": 4},
+        {"architecture": (("decoder", 1_000_000), ("context", 15))},
+        {"engines": (("onnxruntime", "1.1"), ("openvino", "2026.1"))},
+        {"engines": (("onnxruntime", "1.0"), ("openvino", "none"))},
+        {"format": 999},
+    ],
+)
+def test_anything_the_measurement_depends_on_is_a_new_key(tmp_path: Path, change: dict) -> None:
+    store = PlanStore(tmp_path)
+    store.save(key(), measured(ORT), "2026-11-26")
+    assert store.load(key(**change)) is None
+
+
+@pytest.mark.parametrize("content", ["{not json", "[]", '{"key": 1}', "", '{"key": null, "x": 1}'])
+def test_an_unreadable_file_is_measured_over(tmp_path: Path, content: str) -> None:
+    store = PlanStore(tmp_path)
+    store.path(key()).write_text(content)
+    assert store.load(key()) is None
+
+
+def test_a_file_for_another_key_under_the_same_name_is_not_used(tmp_path: Path) -> None:
+    store = PlanStore(tmp_path)
+    store.save(key(cpu="Other"), measured(ORT), "2026-11-26")
+    store.path(key(cpu="Other")).rename(store.path(key()))
+    assert store.load(key()) is None
+
+
+# -- the planner ------------------------------------------------------------------------
+
+
+class CountingMeasure:
+    def __init__(self, result: Measurements | Exception) -> None:
+        self.result = result
+        self.jobs: list[MeasureJob] = []
+
+    def __call__(self, job: MeasureJob) -> Measurements:
+        self.jobs.append(job)
+        if isinstance(self.result, Exception):
+            raise self.result
+        return self.result
+
+
+def planner(tmp_path: Path, measure: CountingMeasure, **kw: object) -> Planner:
+    sessions = Sessions(2, openvino=False)
+    bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
+    kw.setdefault("measure_plan", True)
+    return Planner(sessions, bert, store=PlanStore(tmp_path / "plans"), measure_fn=measure,
+                   **kw)  # type: ignore[arg-type]  # fmt: skip
+
+
+def big_voice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The tiny voice's manifest, its decoder taken for a full-size one (as planned)."""
+    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    return read_manifest(TINY)
+
+
+def test_a_voice_is_measured_once_then_planned_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = big_voice(tmp_path, monkeypatch)
+    measure = CountingMeasure(measured(ORT))
+    first = planner(tmp_path, measure).plan_for(manifest)
+    again = planner(tmp_path, measure).plan_for(manifest)  # a new process, the same cache
+    assert len(measure.jobs) == 1
+    assert first.decoder == again.decoder and first.basis.startswith("measured on")
+    job = measure.jobs[0]
+    assert set(job.lengths) == {("onnxruntime", "f32")}  # no OpenVINO here: not measured
+    assert job.lengths[("onnxruntime", "f32")] == DecoderChoice("onnxruntime", "f32", 512).lengths(
+        manifest.receptive_field_frames
+    )
+
+
+def test_a_new_budget_rechooses_without_measuring_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = big_voice(tmp_path, monkeypatch)
+    measure = CountingMeasure(replace(measured(ORT), ort_peak_mb={128: 700.0, 256: 760.0,
+                                                                   512: 900.0}))  # fmt: skip
+    roomy = planner(tmp_path, measure, budget_mb=1000).plan_for(manifest)
+    middle = planner(tmp_path, measure, budget_mb=800).plan_for(manifest)
+    tight = planner(tmp_path, measure, budget_mb=750).plan_for(manifest)
+    assert len(measure.jobs) == 1
+    # Larger windows recompute less context: faster, and more memory.
+    assert [p.decoder.window_frames for p in (roomy, middle, tight)] == [512, 256, 128]
+
+
+def test_a_failed_measurement_falls_back_and_keeps_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = big_voice(tmp_path, monkeypatch)
+    plan = planner(tmp_path, CountingMeasure(MeasureError("boom"))).plan_for(manifest)
+    assert plan.basis.startswith("fallback: measuring failed") and "boom" in plan.basis
+    assert not list((tmp_path / "plans").glob("*.json"))
+
+
+def test_measuring_off_small_decoders_and_int8_are_never_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    measure = CountingMeasure(measured(ORT))
+    small = planner(tmp_path, measure).plan_for(read_manifest(TINY))
+    assert "small decoder" in small.basis
+    manifest = big_voice(tmp_path, monkeypatch)
+    off = planner(tmp_path, measure, measure_plan=False)
+    assert off.plan_for(manifest).basis == "fallback: measuring is off"
+    int8 = planner(tmp_path, measure, decoder_precision="int8").plan_for(manifest)
+    assert int8.decoder.engine == "onnxruntime"
+    assert measure.jobs == []
+
+
+def test_the_environment_turns_measuring_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("YOMIAGE_PLAN_MEASURE", "0")
+    bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
+    assert Planner(Sessions(2, openvino=False), bert).measure_plan is False
+
+
+def test_the_plan_file_is_plain_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = big_voice(tmp_path, monkeypatch)
+    planner(tmp_path, CountingMeasure(measured(ORT))).plan_for(manifest)
+    (path,) = (tmp_path / "plans").glob("*.json")
+    data = json.loads(path.read_text())
+    assert data["key"]["threads"] == 2 and data["measurements"]["floor_mb"] == 600
