@@ -13,9 +13,8 @@ import pytest
 from yomiage import TTS
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
-from yomiage.runtime.chunking import fixed_windows, window_lengths, windows
+from yomiage.runtime.chunking import Windowing, fixed_windows, window_lengths, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.placement import (
     OPENVINO_MIN_DECODER_BYTES,
     ORT_F32,

@@ -14,9 +14,8 @@ from tests.conftest import FIXTURES, reference_cases, reference_options, require
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.chunking import clause_ends, flow_spans, windows
+from yomiage.runtime.chunking import Windowing, clause_ends, flow_spans, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
