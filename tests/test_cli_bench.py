@@ -53,6 +53,21 @@ def test_quick_with_one_thread_prints_a_table(
     assert "threads  decoder" in out and "given" in out
     assert out.rstrip().endswith("recommended: --threads 1 --decoder auto")
     assert "[1/1] 1 thread, decoder auto: loading…" in err and "[1/1]" not in out
+    # The plan auto runs by, and why: the committed voice's decoder is small.
+    assert "plan (decoder auto): decoder onnxruntime f32" in out and "small decoder" in out
+
+
+def test_the_plan_and_its_alternatives_are_shown(tmp_path: Path) -> None:
+    from yomiage.cli.bench_report import plan_table
+
+    lines = plan_table([
+        {"decoder": "openvino bf16, windows 32-256 frames", "predicted_decode_s": 1.5,
+         "peak_mb": 990, "refused": None},
+        {"decoder": "openvino bf16, windows 32-512 frames", "predicted_decode_s": 1.4,
+         "peak_mb": 1300, "refused": "~1300 MB peak is over the 1000 MB budget"},
+    ]).splitlines()  # fmt: skip
+    assert lines[0].startswith("  * openvino bf16, windows 32-256") and "~990 MB" in lines[0]
+    assert "over the 1000 MB budget" in lines[1] and not lines[1].startswith("  *")
 
 
 def test_bench_quick_recommends_from_three_runs_not_one(

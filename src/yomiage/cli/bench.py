@@ -218,6 +218,8 @@ def run(args: argparse.Namespace) -> int:
             "threads": list(threads),
             "decoders": decoders,
             "notes": notes,
+            "plan": prepared[0].get("plan") if prepared else None,
+            "plan_options": prepared[0].get("plan_options", []) if prepared else [],
         }
         report = bench_report.report(rows, recommendation, **about)
         print(json.dumps(report, ensure_ascii=False, indent=2))
@@ -227,6 +229,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"median of {_count(repeat, 'run')}; speed = seconds of audio a second\n")
     print(bench_report.table(rows))
     print()
+    if prepared and prepared[0].get("plan"):
+        print(f"plan (decoder auto): {prepared[0]['plan']}")
+        print(bench_report.plan_table(prepared[0].get("plan_options", [])))
+        print()
     for line in (*notes, *recommendation.lines):
         print(line)
     return 0

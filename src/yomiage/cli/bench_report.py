@@ -156,6 +156,20 @@ def table(rows: list[Row]) -> str:
     return "\n".join(line(c) for c in [header, *cells])
 
 
+def plan_table(options: list[dict[str, Any]]) -> str:
+    """The alternatives a plan was chosen from (the chosen first): predicted seconds of
+    decoding over the reference sentences, predicted peak memory, why one was passed over."""
+    if not options:
+        return "  (a fixed plan: nothing measured to compare)"
+    lines = []
+    for i, o in enumerate(options):
+        mark = "*" if i == 0 else " "
+        why = f"  ({o['refused']})" if o.get("refused") else ""
+        lines.append(f"  {mark} {o['decoder']}: {o['predicted_decode_s']:.2f} s, "
+                     f"~{o['peak_mb']} MB{why}")  # fmt: skip
+    return "\n".join(lines)
+
+
 def machine() -> dict[str, Any]:
     """The machine the numbers belong to."""
     from yomiage.runtime.cpu import physical_cores

@@ -56,7 +56,7 @@ def measure(job: BenchJob) -> None:
     load_s = time.perf_counter() - started
     with tts:
         [speaker] = tts.speakers.values()
-        _emit(event="loaded", load_s=load_s, runtime=speaker.runtime)
+        _emit(event="loaded", load_s=load_s, runtime=speaker.runtime, **plan_event(speaker))
         options = speaker.options(seed=SEED)
         for name, text in job.texts:
             speaker.generate(text, options)
@@ -77,6 +77,19 @@ def measure(job: BenchJob) -> None:
                 first_audio_s=statistics.median(firsts),
             )
     _emit(event="done", peak_mb=peak_memory_mb())
+
+
+def plan_event(speaker: Speaker) -> dict[str, Any]:
+    """The voice's plan and the alternatives it was chosen from, as plain data."""
+    plan = speaker.plan
+    if plan is None:
+        return {}
+    options = [
+        {"decoder": str(o.choice), "predicted_decode_s": round(o.total_s, 3),
+         "peak_mb": round(o.peak_mb), "refused": o.refused}
+        for o in plan.options
+    ]  # fmt: skip
+    return {"plan": plan.describe(), "plan_options": options}
 
 
 def _first_audio(speaker: Speaker, text: str, options: SynthesisOptions) -> float:
