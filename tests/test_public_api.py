@@ -37,7 +37,7 @@ def test_tts_surface(engine: TTS) -> None:
 def test_speaker_surface(engine: TTS) -> None:
     assert _public(Speaker) == {
         "agenerate", "astream", "generate", "generate_reading", "options", "predict", "stream",
-        "stream_reading",
+        "stream_reading", "warm",
     }  # fmt: skip
     speaker = engine.speakers["tiny"]
     assert {k for k in vars(speaker) if not k.startswith("_")} == {

@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "onnx", "torch")
 BERT_PRECISIONS = ("q8", "q4", "fp32")
-WARMUP_TEXT = "こんにちは。"
 
 
 def _check_device(device: str) -> str:
@@ -215,8 +214,7 @@ class TTS:
                 speakers = list(self._speakers.values())
         if warmup or compile:
             for speaker in speakers:
-                speaker.generate(WARMUP_TEXT, seed=0)
-                speaker._warm_shapes()  # every window length its plan uses
+                speaker.warm()
         return self
 
     def pre_download(self) -> list[Path]:

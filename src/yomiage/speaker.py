@@ -41,6 +41,10 @@ if TYPE_CHECKING:
 _DONE = object()
 
 
+# What warming a voice synthesizes: its first call pays for the allocations.
+WARMUP_TEXT = "こんにちは。"
+
+
 class Speaker:
     """A loaded voice. Safe to use from many threads and coroutines at once.
 
@@ -72,12 +76,13 @@ class Speaker:
     def __repr__(self) -> str:
         return f"Speaker({self.name!r}, styles={list(self.styles)})"
 
-    def _warm_shapes(self) -> None:
-        """Run the decoder at every input length its plan uses (for engines that compile
-        per length), so a request never pays for it."""
-        warm = getattr(self._voice, "warm_shapes", None)
-        if warm is not None:
-            warm()
+    def warm(self, text: str = WARMUP_TEXT) -> None:
+        """Synthesize ``text`` once and run the decoder at every input length its plan
+        uses (for engines that compile per length), so no request pays for first calls."""
+        self.generate(text, seed=0)
+        warm_shapes = getattr(self._voice, "warm_shapes", None)
+        if warm_shapes is not None:
+            warm_shapes()
 
     def _when_released(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` once the voice's weights are freed: after it is unloaded and

@@ -25,8 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from yomiage.engine import WARMUP_TEXT
 from yomiage.server.config import WORKER_CALL_TIMEOUT
+from yomiage.speaker import WARMUP_TEXT
 
 
 @dataclass(frozen=True)

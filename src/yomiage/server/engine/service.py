@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Protocol
 
 from yomiage.audio import Audio, AudioChunk
-from yomiage.engine import TTS, WARMUP_TEXT
+from yomiage.engine import TTS
 from yomiage.engine_spec import EngineSpec
 from yomiage.errors import NotPreparedError, VoiceNotLoadedError
 from yomiage.options import SynthesisOptions
@@ -238,7 +238,7 @@ class LocalService:
                 self.tts.prepare()
                 speaker = _speaker(self.tts, name)  # gone if unloaded while it loaded
                 if warm:
-                    speaker.generate(WARMUP_TEXT, seed=0)
+                    speaker.warm()
             except BaseException:
                 # Never leave it declared: the next load would try (and fail on) it again.
                 with contextlib.suppress(VoiceNotLoadedError, NotPreparedError):
@@ -288,7 +288,7 @@ class LocalService:
         return _speaker(self.tts, voice).generate_reading(reading, options)
 
     def warm(self, voice: str) -> None:
-        _speaker(self.tts, voice).generate(WARMUP_TEXT, seed=0)
+        _speaker(self.tts, voice).warm()
 
     def words(self) -> tuple[UserWord, ...]:
         return self.tts.words()
