@@ -43,7 +43,7 @@ def timings(engine: str, precision: str, ms_per_frame: float, mb_per_length: flo
 
 ORT = timings("onnxruntime", "f32", 4.0, 40)
 FAST_HUNGRY = timings("openvino", "bf16", 2.0, 100)  # twice as fast, 100 MB a length
-EVERYTHING = (*candidates(openvino=True, native_bf16=True),)
+EVERYTHING = candidates(openvino=True, native_bf16=True, openvino_f32=True)
 
 
 def measured(*engines: EngineTimings, floor: float = 600) -> Measurements:
@@ -123,9 +123,11 @@ def test_openvino_is_shown_only_the_schedules_lengths() -> None:
 def test_candidates_follow_what_the_cpu_has() -> None:
     assert {c.engine for c in candidates(openvino=False, native_bf16=True)} == {"onnxruntime"}
     no_bf16 = candidates(openvino=True, native_bf16=False)
-    assert {c.precision for c in no_bf16} == {"f32"}
+    assert {(c.engine, c.precision) for c in no_bf16} == {("onnxruntime", "f32")}
     assert {(c.engine, c.precision) for c in candidates(openvino=True, native_bf16=True)} == {
-        ("onnxruntime", "f32"), ("openvino", "f32"), ("openvino", "bf16")}  # fmt: skip
+        ("onnxruntime", "f32"), ("openvino", "bf16")}  # fmt: skip
+    every = candidates(openvino=True, native_bf16=True, openvino_f32=True)
+    assert ("openvino", "f32") in {(c.engine, c.precision) for c in every}
 
 
 def test_the_fallback_takes_the_least_memory_under_a_small_budget() -> None:
