@@ -259,8 +259,11 @@ def test_measuring_off_small_decoders_and_int8_are_never_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     measure = CountingMeasure(measured(ORT))
-    small = planner(tmp_path, measure).plan_for(read_manifest(TINY))
-    assert "small decoder" in small.basis
+    for precision in ("auto", "fp32", "bf16"):
+        small = planner(tmp_path, measure, decoder_precision=precision).plan_for(
+            read_manifest(TINY)
+        )
+        assert "small decoder" in small.basis
     manifest = big_voice(tmp_path, monkeypatch)
     off = planner(tmp_path, measure, measure_plan=False)
     assert off.plan_for(manifest).basis == "fallback: measuring is off"

@@ -4,7 +4,7 @@ The order of the decision, all of it here:
 
 1. ``decoder_precision="int8"``: the int8 graph on ONNX Runtime (an explicit
    choice; nothing to measure).
-2. A small decoder under ``auto`` (the committed tiny voice): ONNX Runtime float32,
+2. A small decoder (the committed tiny voice): ONNX Runtime float32 (bf16 if asked),
    as :mod:`yomiage.runtime.placement` explains.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
    cache to keep it in: :func:`~yomiage.runtime.plan.fallback_plan`.
@@ -97,10 +97,13 @@ class Planner:
             return Plan(DecoderChoice("onnxruntime", "f32"), self.budget_mb,
                         "the int8 decoder runs on ONNX Runtime", threads)  # fmt: skip
         decoder_bytes = graph_bytes(manifest.file("decoder.onnx"))
-        if requested == "auto" and decoder_bytes < OPENVINO_MIN_DECODER_BYTES:
+        if decoder_bytes < OPENVINO_MIN_DECODER_BYTES:  # nothing worth measuring
+            small = f"a small decoder ({decoder_bytes / 1e6:.1f} MB)"
+            if requested == "bf16":
+                return Plan(DecoderChoice("openvino", "bf16"), self.budget_mb,
+                            f"{small}: bf16 as asked", threads)  # fmt: skip
             return Plan(DecoderChoice("onnxruntime", "f32"), self.budget_mb,
-                        f"a small decoder ({decoder_bytes / 1e6:.1f} MB) runs on ONNX Runtime",
-                        threads)  # fmt: skip
+                        f"{small} runs on ONNX Runtime", threads)  # fmt: skip
         has_openvino = self.sessions.has_openvino
         native = has_openvino and self.sessions.native_bf16
         allowed = self._allowed(has_openvino, native)
