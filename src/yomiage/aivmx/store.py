@@ -25,7 +25,6 @@ two processes sharing one folder are not coordinated.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import os
 import shutil
@@ -43,6 +42,7 @@ from typing import Any
 from yomiage.aivmx.fetch import Progress, fetch, recorded_source, shown
 from yomiage.aivmx.metadata import read_metadata, strict_json
 from yomiage.aivmx.reader import AivmxError, read_aivmx
+from yomiage.aivmx.sources_file import SOURCES_FILE, read_sources, record_source
 from yomiage.aivmx.stop import FetchStop
 from yomiage.aivmx.upload import (
     ModelNotInstalledError,
@@ -52,16 +52,21 @@ from yomiage.aivmx.upload import (
     UploadTooLargeError,
     too_large,
 )
-from yomiage.atomic import write_atomic
 from yomiage.errors import ModelLoadError
 
 __all__ = [
-    "InstalledModel", "ModelNotInstalledError", "ModelStore", "ModelStoreError",
-    "NoUpdateError", "Upload", "UploadTooLargeError", "canonical_uuid",
+    "SOURCES_FILE",
+    "InstalledModel",
+    "ModelNotInstalledError",
+    "ModelStore",
+    "ModelStoreError",
+    "NoUpdateError",
+    "Upload",
+    "UploadTooLargeError",
+    "canonical_uuid",
 ]  # fmt: skip
 
 SUFFIX = ".aivmx"
-SOURCES_FILE = "sources.json"
 PARTIAL_PREFIX, PARTIAL_SUFFIX = ".upload-", ".partial"
 REPLACED_PREFIX = ".replaced-"  # the old file of a voice being replaced, until the change ends
 REMOVED = ".removed"  # ... and of one being uninstalled
@@ -413,48 +418,11 @@ class ModelStore:
                 yield path
 
     def _sources(self, *, strict: bool = False) -> dict[str, str]:
-        """The recorded sources by uuid. A file that cannot be read is logged and taken as
-        none, unless ``strict`` (before it is rewritten): then ModelStoreError, since
-        writing it would drop every other voice's record."""
-        path = self.root / SOURCES_FILE
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            models = data.get("models") if isinstance(data, dict) else None
-            if not isinstance(models, dict):
-                raise ValueError('no "models" object')
-        except FileNotFoundError:
-            return {}
-        except (OSError, ValueError, RecursionError) as exc:
-            if strict:
-                raise ModelStoreError(
-                    f"{path} cannot be read ({exc}), and changing the models would overwrite "
-                    "the sources it records; fix or move it, then try again"
-                ) from None
-            log.warning("%s cannot be read (%s); the models' sources are unknown", path, exc)
-            return {}
-        return {
-            key: entry["source"]
-            for key, entry in models.items()
-            if isinstance(entry, dict) and isinstance(entry.get("source"), str)
-        }
+        return read_sources(self.root, strict=strict)
 
     def _record(self, uuid: str, source: str | None) -> None:
         """Set (or with None remove) the recorded source of ``uuid``; under the lock."""
-        sources = self._sources(strict=True)
-        if sources.get(uuid) == source:
-            return
-        if source is None:
-            sources.pop(uuid, None)
-        else:
-            sources[uuid] = source
-        data = {"version": 1, "models": {k: {"source": v} for k, v in sorted(sources.items())}}
-        try:
-            write_atomic(self.root / SOURCES_FILE, json.dumps(data, indent=2) + "\n", sync=True)
-        except OSError as exc:
-            raise ModelStoreError(
-                f"model {uuid}: the file is in place but its source could not be recorded "
-                f"in {self.root / SOURCES_FILE}: {exc.strerror or exc}"
-            ) from exc
+        record_source(self.root, uuid, source)
 
     def _restore_cut_replacements(self) -> None:
         """Put back the old file of a replacement that a server did not live to finish (a
