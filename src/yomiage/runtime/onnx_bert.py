@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.bert.batches import token_batches
 from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import BERT_FORMAT
@@ -104,7 +105,17 @@ class OnnxBert:
         return int(self.features(["あ"])[0].shape[1])
 
     def features(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
-        """``[n_tok, C]`` features per text from one padded batch."""
+        """``[n_tok, C]`` features per text, in order, from padded batches of bounded
+        size (:func:`yomiage.bert.batches.token_batches`)."""
+        lengths = [len(self.tokenizer.encode(t)) for t in texts]
+        out: list[npt.NDArray[np.float32]] = [np.empty((0, 0), np.float32)] * len(texts)
+        for batch in token_batches(lengths):
+            for index, feature in zip(batch, self._batch([texts[i] for i in batch]), strict=True):
+                out[index] = feature
+        return out
+
+    def _batch(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
+        """``[n_tok, C]`` features per text from one padded call."""
         if not texts:
             return []
         ids, mask = self.tokenizer.encode_batch(list(texts))
