@@ -18,6 +18,7 @@ from yomiage.runtime.plan import (
     choose_plan,
     decoder_calls,
     fallback_plan,
+    first_call_lengths,
 )
 from yomiage.runtime.plan_measure import MeasureError, MeasureJob
 from yomiage.runtime.plan_store import PlanKey, PlanStore
@@ -112,6 +113,40 @@ def test_onnx_runtime_peaks_measured_whole_replace_the_sum() -> None:
     plan = choose_plan(m, 750, threads=2, basis="t", allowed=EVERYTHING)
     assert plan.decoder == DecoderChoice("onnxruntime", "f32", 256)
     assert plan.peak_mb == 720.0
+
+
+def with_first_calls(engine: EngineTimings, ms: dict[int, float]) -> EngineTimings:
+    """``engine`` with its first-window calls (8, 16 and 32 frames + context) measured."""
+    return replace(engine, call_ms={**engine.call_ms, **{f + CONTEXT: ms[f] for f in ms}})
+
+
+@pytest.mark.parametrize(
+    ("first_calls", "first"),
+    [
+        ({32: 100.0, 16: 70.0, 8: 55.0}, 32),  # a fast CPU keeps the 32-frame first window
+        ({32: 300.0, 16: 140.0, 8: 120.0}, 16),
+        ({32: 300.0, 16: 200.0, 8: 163.0}, 8),  # nothing within the target: the smallest
+    ],
+)
+def test_the_first_window_is_the_largest_whose_call_is_within_the_target(
+    first_calls: dict[int, float], first: int
+) -> None:
+    m = measured(with_first_calls(ORT, first_calls))
+    plan = choose_plan(m, 1500, threads=2, basis="t", allowed=EVERYTHING[:3])
+    assert plan.decoder.first_window_frames == first
+    assert plan.windowing.first_window_frames == first
+    assert plan.options[0].choice == plan.decoder
+    assert plan.decoder.window_frames == 512  # the schedule is judged as before
+
+
+def test_the_first_window_stays_where_its_calls_were_not_measured_or_shapes_are_kept() -> None:
+    assert choose_plan(measured(ORT), 1500, threads=2, basis="t",
+                       allowed=EVERYTHING).decoder.first_window_frames == 32  # fmt: skip
+    slow_first = {32: 300.0, 16: 200.0, 8: 163.0}
+    m = measured(ORT, with_first_calls(FAST_HUNGRY, slow_first))
+    plan = choose_plan(m, 1500, threads=2, basis="t", allowed=EVERYTHING)
+    assert plan.decoder.engine == "openvino"  # OpenVINO is shown only its few lengths
+    assert plan.decoder.first_window_frames == 32
 
 
 def test_openvino_is_shown_only_the_schedules_lengths() -> None:
@@ -227,8 +262,10 @@ def test_a_voice_is_measured_once_then_planned_from_the_cache(
     assert first.decoder == again.decoder and first.basis.startswith("measured on")
     job = measure.jobs[0]
     assert set(job.lengths) == {("onnxruntime", "f32")}  # no OpenVINO here: not measured
-    assert job.lengths[("onnxruntime", "f32")] == DecoderChoice("onnxruntime", "f32", 512).lengths(
-        manifest.receptive_field_frames
+    context = manifest.receptive_field_frames
+    schedule = DecoderChoice("onnxruntime", "f32", 512).lengths(context)
+    assert job.lengths[("onnxruntime", "f32")] == tuple(
+        sorted({*schedule, *first_call_lengths(context)})
     )
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from yomiage.runtime.chunking import (
     DEFAULT_FIRST_WINDOW_FRAMES,
@@ -53,6 +53,15 @@ WINDOW_CHOICES = (128, 256, 512)
 # OpenVINO keeps every length it has seen (~100-300 MB at 542 frames) and gains little
 # past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256.
 OPENVINO_WINDOW_CHOICES = (128, 256)
+# A stream's first decoder window, largest first. Its call waits before any audio, and
+# it has no frames before it, so it is padded on one side only. Measured on an AVX2-only
+# Zen 3 (ONNX Runtime f32, 2 threads): 32 frames (47 padded) 280-320 ms, 16 (31) ~200 ms,
+# 8 (23) ~165 ms; on Zen 4 and AMX, bf16, 32 frames take about half of that. A smaller
+# first window costs one more call, on the stream's first sentence only.
+FIRST_WINDOW_CHOICES = (DEFAULT_FIRST_WINDOW_FRAMES, 16, 8)
+# Half of a 0.3 s first audio; the other half is BERT, the encoder and the flow of a
+# short sentence.
+FIRST_CALL_TARGET_MS = 150.0
 
 
 @dataclass(frozen=True, order=True)
@@ -208,6 +217,22 @@ def decoder_calls(choice: DecoderChoice, frames: int, context: int) -> list[int]
     return [w.pad_stop - w.pad_start for w in windows(frames, choice.window_frames, context, first)]
 
 
+def first_call_lengths(context: int) -> tuple[int, ...]:
+    """The padded lengths of the first-window choices' calls (padding after only)."""
+    return tuple(sorted(f + context for f in FIRST_WINDOW_CHOICES))
+
+
+def first_window(timings: EngineTimings, context: int) -> int:
+    """The largest first window whose call was measured within
+    :data:`FIRST_CALL_TARGET_MS`; the smallest where none was; the default where
+    those lengths were not measured."""
+    measured = [f for f in FIRST_WINDOW_CHOICES if f + context in timings.call_ms]
+    if len(measured) < len(FIRST_WINDOW_CHOICES):
+        return DEFAULT_FIRST_WINDOW_FRAMES
+    within = [f for f in measured if timings.call_ms[f + context] <= FIRST_CALL_TARGET_MS]
+    return max(within) if within else min(measured)
+
+
 def candidates(
     *, openvino: bool, native_bf16: bool, openvino_f32: bool = False
 ) -> tuple[DecoderChoice, ...]:
@@ -298,6 +323,12 @@ def choose_plan(
         why = f"{basis}; no option fits the budget, the smallest taken"
     others = sorted((o for o in options if o is not best),
                     key=lambda o: (o.refused is not None, o.total_s))  # fmt: skip
+    timings = measured.engine(best.choice.engine, best.choice.precision)
+    if timings is not None and not best.choice.keeps_shapes:
+        # Judged at the default first window (a stream's first call, the same for all);
+        # the first window itself is for first audio, chosen on its own measured call.
+        choice = replace(best.choice, first_window_frames=first_window(timings, measured.context))
+        best = replace(best, choice=choice)
     ranked = [best, *others]
     return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked))
 

@@ -35,6 +35,7 @@ from yomiage.runtime.plan import (
     candidates,
     choose_plan,
     fallback_plan,
+    first_call_lengths,
 )
 from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError, MeasureJob, measure
 from yomiage.runtime.plan_store import PlanKey, PlanStore, cpu_identity, voice_architecture
@@ -178,6 +179,8 @@ class Planner:
         lengths: dict[tuple[str, str], set[int]] = {}
         for c in (*allowed, reference):
             lengths.setdefault((c.engine, c.precision), set()).update(c.lengths(context))
+            if not c.keeps_shapes:  # its first window is chosen by its own call's time
+                lengths[c.engine, c.precision].update(first_call_lengths(context))
         job = MeasureJob(
             decoder=manifest.file("decoder.onnx"),
             bundle=manifest.path,
