@@ -28,7 +28,7 @@ from yomiage.runtime.plan import EngineTimings, Measurements
 log = logging.getLogger(__name__)
 
 # Bumped when what is measured, or how, changes: older files are then ignored.
-FORMAT_VERSION = 2  # 2: the first-window calls (plan.first_call_lengths) are timed too
+FORMAT_VERSION = 2  # 2: first-window calls timed; the whole peak includes a stream
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
