@@ -31,19 +31,28 @@ class ChannelLayerNorm(nn.Module):
         return y.transpose(1, -1)
 
 
-def _relative_index(length: int, device: torch.device) -> tuple[Tensor, Tensor]:
-    """For query i and key j: index ``j - i + WINDOW`` into the 9 embeddings, and validity."""
-    pos = torch.arange(length, device=device)
-    rel = pos[None, :] - pos[:, None]
-    valid = rel.abs() <= WINDOW
-    return (rel + WINDOW).clamp(0, 2 * WINDOW), valid
+def _band_index(length: int, device: torch.device) -> tuple[Tensor, Tensor]:
+    """For query i and relative offset o (0..8 for -4..4): the key ``i + o - WINDOW``
+    (clamped into the sentence) and whether it is inside it, both ``[T, 9]``."""
+    keys = (
+        torch.arange(length, device=device)[:, None]
+        + torch.arange(2 * WINDOW + 1, device=device)[None, :]
+        - WINDOW
+    )
+    valid = (keys >= 0) & (keys < length)
+    return keys.clamp(0, length - 1), valid
 
 
 class RelativeMultiHeadAttention(nn.Module):
     """Self-attention with relative key and value embeddings within ±4 positions.
 
-    Written as a gather over the ``[T, T]`` relative index instead of SBV2's
-    pad-and-reshape trick; the two are exactly equivalent (spec §5.4).
+    Written over the band of 9 keys around each query instead of SBV2's
+    pad-and-reshape trick; the two are exactly equivalent (spec §5.4): each score
+    in the band gets its one relative term added, and each relative value weight
+    is the one attention weight at its offset. Nothing of size ``[T, T]`` beyond
+    the scores themselves is built: an earlier gather over a ``[T, T]`` index
+    spent ~20% of the flow's time (full-size voice, 495 frames, ONNX Runtime,
+    AVX2-only Zen 3) in int64 index copies, scatters and masks.
     """
 
     def __init__(self, channels: int, n_heads: int) -> None:
@@ -67,17 +76,17 @@ class RelativeMultiHeadAttention(nn.Module):
         q = self._heads(self.conv_q(x)) / math.sqrt(self.head_dim)
         k = self._heads(self.conv_k(x))
         v = self._heads(self.conv_v(x))
-        index, valid = _relative_index(t, x.device)
+        keys, valid = _band_index(t, x.device)
+        band = keys.expand(b, self.n_heads, t, 2 * WINDOW + 1)
         scores = q @ k.transpose(-2, -1)
         rel_k = q @ self.emb_rel_k[0].transpose(0, 1)  # [B, n, T, 9]
-        rel_scores = rel_k.gather(-1, index.expand(b, self.n_heads, t, t))
-        scores = scores + rel_scores * valid
+        # Outside the sentence an offset's term is 0, added to the clamped key: exact.
+        scores = scores.scatter_add(-1, band, rel_k * valid)
         scores = scores.masked_fill(attn_mask == 0, -1e4)
         p = torch.softmax(scores, dim=-1)
         out = p @ v
         # Attention weight of each relative offset, then mix the value embeddings.
-        p_rel = torch.zeros(b, self.n_heads, t, 2 * WINDOW + 1, dtype=p.dtype, device=p.device)
-        p_rel = p_rel.scatter_add(-1, index.expand(b, self.n_heads, t, t), p * valid)
+        p_rel = p.gather(-1, band) * valid
         out = out + p_rel @ self.emb_rel_v[0]
         out = out.transpose(2, 3).reshape(b, c, t)
         return self.conv_o(out)
