@@ -50,7 +50,7 @@ CALIBRATION_TEXT = (
     "今日も一日、良いことがありますように。"
 )
 CALL_TIMEOUT_S = 300.0
-TIMED_RUNS = 3
+TIMED_RUNS = 5
 
 
 class MeasureError(RuntimeError):
@@ -177,7 +177,10 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
             start = time.perf_counter()
             session.run({"z": z, "g": g})
             runs.append(time.perf_counter() - start)
-        call_ms[length] = round(sorted(runs)[len(runs) // 2] * 1000, 2)
+        # The fastest run: on a shared machine other work only ever adds time (two
+        # measurings on the same quiet Zen 3 put 128- and 256-frame windows 4% apart,
+        # then even, from medians).
+        call_ms[length] = round(min(runs) * 1000, 2)
         memory_mb[length] = round(_memory_mb()[0] - before, 1)
     return {"call_ms": call_ms, "memory_mb": memory_mb}
 
