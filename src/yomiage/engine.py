@@ -73,7 +73,7 @@ class TTS:
     Within that, how each voice runs (engine, precision and window lengths of its
     decoder) is the fastest plan whose peak memory fits ``memory_budget_mb`` (one
     voice with its BERT; default 1,000 MB), measured once per CPU model, voice size
-    and engine versions and kept in the cache (20-60 s the first time, logged);
+    and engine versions and kept in the cache (about 3 min the first time on 2 cores, logged);
     ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) takes a fixed plan
     instead (:mod:`yomiage.runtime.planner`).
     ``limits`` bounds the audio one sentence and one call may make

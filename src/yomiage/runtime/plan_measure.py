@@ -9,8 +9,9 @@ precision times the decoder alone at each window length of the schedules
 after each; one more runs the whole engine on a paragraph with the decoder left
 out, for the floor every plan shares (the plan's peak is the two added: exact
 for OpenVINO, which keeps its own memory, and a little over for ONNX Runtime,
-whose decoder reuses the arena the other graphs freed). On a 2-core machine
-this takes 20-60 s, once per CPU model, voice architecture and engine versions
+whose decoder reuses the arena the other graphs freed, so its whole peak is
+measured on the paragraph with the decoder too). On a 2-core AVX2-only Zen 3
+this takes 160 s, once per CPU model, voice architecture and engine versions
 (:mod:`yomiage.runtime.plan_store` keeps it).
 """
 
@@ -208,12 +209,13 @@ class _SilentDecoder:
 def _floor(args: dict[str, Any]) -> dict[str, Any]:
     """The whole engine's peak on the calibration text with the decoder left out; then,
     with the decoder on ONNX Runtime, the peak after the text and a stream of its
-    long sentence decoded in each window size, smallest first (ONNX Runtime's decoder allocates from the
-    arena the other graphs freed, so its share is only seen together)."""
+    long sentence decoded in each window size, smallest first (ONNX Runtime's
+    decoder allocates from the arena the other graphs freed, so its share is only
+    seen together)."""
     from yomiage.runtime.chunking import Windowing
-    from yomiage.runtime.plan import FIRST_WINDOW_CHOICES
     from yomiage.runtime.onnx_backend import OnnxBackend
     from yomiage.runtime.onnx_voice import BundleVoice
+    from yomiage.runtime.plan import FIRST_WINDOW_CHOICES
     from yomiage.speaker import Speaker
     from yomiage.synthesis.gate import ComputeGate
     from yomiage.synthesis.pipeline import Pipeline

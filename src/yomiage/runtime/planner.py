@@ -10,7 +10,7 @@ The order of the decision, all of it here:
    cache to keep it in: :func:`~yomiage.runtime.plan.fallback_plan`.
 4. Otherwise the measurements kept for this CPU, voice architecture, threads and
    engine versions, measured once now if there are none
-   (:mod:`yomiage.runtime.plan_measure`, 20-60 s, logged as it goes), and
+   (:mod:`yomiage.runtime.plan_measure`, ~3 min on 2 cores, logged as it goes), and
    :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
 """
