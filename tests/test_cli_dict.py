@@ -81,3 +81,19 @@ def test_a_user_dictionary_without_a_words_list_says_so(
         capsys.readouterr().err
     )
     assert path.read_text("utf-8") == content
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_dict_list_of_an_unreadable_file_fails_and_says_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    """It printed the problem and exited 0 (and with --json printed ``[]`` alone), so a
+    script could not tell a broken file from an empty one."""
+    path = tmp_path / "words.json"
+    path.write_text("{not json", "utf-8")
+    args = ["dict", "list", "--user-dict", str(path)] + ["--json"] * as_json
+    assert main(args) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert out.err.startswith(f"yomiage dict: cannot read the user dictionary {path}")
+    assert path.read_text("utf-8") == "{not json"

@@ -140,6 +140,9 @@ def run_dict(args: argparse.Namespace) -> int:
             removed = frontend.remove_word(args.surface)
             print(f"removed {removed.surface} from {path}")
         return 0
+    if dictionary.problem:  # no words to list is not the same as none in the file
+        print(f"yomiage dict: {dictionary.problem}", file=sys.stderr)
+        return 1
     words = dictionary.words
     # The file on stderr, so stdout stays the words alone (for scripts and --json).
     count = f"{len(words)} word{'s' * (len(words) != 1)}" if words else "no words"
@@ -149,8 +152,6 @@ def run_dict(args: argparse.Namespace) -> int:
         return 0
     for w in words:
         print(f"{w.surface}\t{w.reading}\taccent={w.accent}\tpriority={w.priority}\t{w.word_type}")
-    if dictionary.problem:
-        print(f"yomiage dict: {dictionary.problem}", file=sys.stderr)
     for entry in dictionary.skipped:
         print(f"yomiage dict: skipped {entry.surface or entry.entry!r}: {entry.reason}",
               file=sys.stderr)  # fmt: skip

@@ -73,7 +73,7 @@ async def read_body(receive: Receive, limit: int, timeout: float) -> bytes | Bod
 
     try:
         refused = await asyncio.wait_for(read_all(), timeout)
-    except TimeoutError:
+    except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
         return BodyRefused(
             408,
             f"the request body did not arrive within {timeout:g} s",
