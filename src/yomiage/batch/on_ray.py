@@ -12,6 +12,7 @@ once into its own cache.
 from __future__ import annotations
 
 import threading
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from yomiage.batch.worker import BatchSpec, ItemSynthesizer
 from yomiage.errors import MissingExtraError
 
 ACTOR_RESTARTS = 3  # per actor: a voice that kills its process every time stops the job
+RESTART_WAIT_S = 300.0  # for a restarted actor to load its voices again
 
 
 def import_ray() -> Any:
@@ -54,6 +56,7 @@ class RayItemPool:
         )(ItemSynthesizer)
         self._actors = [actor.remote(spec) for _ in range(workers)]
         self._free = list(self._actors)
+        self._running: dict[int, Future[Made]] = {}  # id(actor) -> its latest item
         self._lock = threading.Lock()
 
     def submit(self, item: BatchItem, into: Path) -> Future[Made]:
@@ -64,6 +67,7 @@ class RayItemPool:
                 raise RuntimeError("more items in flight than workers")
             actor = self._free.pop()
         future: Future[Made] = actor.make.remote(item).future()
+        self._running[id(actor)] = future
 
         def release(_: Future[Made]) -> None:
             with self._lock:
@@ -73,7 +77,27 @@ class RayItemPool:
         return future
 
     def restart(self) -> None:
-        """Nothing to do: Ray restarts an actor whose process died."""
+        """Wait until every actor answers again. Ray restarts an actor whose process
+        died, but a call that reaches it while it restarts fails at once
+        (``ActorUnavailableError``), which spent the retry of the item that had been
+        on it: the item then failed though its worker came back (seen in CI)."""
+        errors = self._ray.exceptions
+        deadline = time.monotonic() + RESTART_WAIT_S
+        for actor in self._actors:
+            running = self._running.get(id(actor))
+            if running is not None and not running.done():
+                continue  # busy with an item, so alive: a ping would wait for the item
+            while True:
+                left = deadline - time.monotonic()
+                try:
+                    self._ray.get(actor.ready.remote(), timeout=max(0.1, left))
+                    break
+                except errors.ActorUnavailableError:  # restarting: ask again
+                    if left <= 0:
+                        break
+                    time.sleep(0.2)
+                except (errors.RayActorError, errors.GetTimeoutError):
+                    break  # gone for good, or not back in time: its items fail as before
 
     def close(self, *, now: bool = False) -> None:
         """Kill the actors (Ray stops their items at once either way)."""

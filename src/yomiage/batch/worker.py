@@ -66,6 +66,11 @@ class ItemSynthesizer:
             self.tts = None
             self.problem = f"{type(exc).__name__}: {exc}"
 
+    def ready(self) -> bool:
+        """Answers once this worker is up: a restarted actor's first call waits for
+        its voices to load (see :meth:`yomiage.batch.on_ray.RayItemPool.restart`)."""
+        return self.tts is not None or self.problem is not None
+
     def write(
         self,
         item: BatchItem,
