@@ -218,7 +218,12 @@ class CharTokenizer:
         ``[PAD]`` id (0 for SBV2) and mask 0. Row ``i`` starts with exactly
         ``encode(texts[i])``. An empty batch gives two ``[0, 0]`` arrays.
         """
-        encoded = [self.encode(t) for t in texts]
+        return self.pad([self.encode(t) for t in texts])
+
+    def pad(
+        self, encoded: Sequence[Sequence[int]]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """:meth:`encode_batch` of texts already encoded."""
         length = max((len(e) for e in encoded), default=0)
         input_ids = np.full((len(encoded), length), self.pad_id, dtype=np.int64)
         mask = np.zeros((len(encoded), length), dtype=np.int64)

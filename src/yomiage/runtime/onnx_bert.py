@@ -107,18 +107,18 @@ class OnnxBert:
     def features(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
         """``[n_tok, C]`` features per text, in order, from padded batches of bounded
         size (:func:`yomiage.bert.batches.token_batches`)."""
-        lengths = [len(self.tokenizer.encode(t)) for t in texts]
+        encoded = [self.tokenizer.encode(t) for t in texts]
         out: list[npt.NDArray[np.float32]] = [np.empty((0, 0), np.float32)] * len(texts)
-        for batch in token_batches(lengths):
-            for index, feature in zip(batch, self._batch([texts[i] for i in batch]), strict=True):
+        for batch in token_batches([len(e) for e in encoded]):
+            for index, feature in zip(batch, self._batch([encoded[i] for i in batch]), strict=True):
                 out[index] = feature
         return out
 
-    def _batch(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]]:
-        """``[n_tok, C]`` features per text from one padded call."""
-        if not texts:
+    def _batch(self, encoded: Sequence[Sequence[int]]) -> list[npt.NDArray[np.float32]]:
+        """``[n_tok, C]`` features per encoded text from one padded call."""
+        if not encoded:
             return []
-        ids, mask = self.tokenizer.encode_batch(list(texts))
+        ids, mask = self.tokenizer.pad(encoded)
         feeds = {"input_ids": ids, "attention_mask": mask}
         if self._token_types:
             feeds["token_type_ids"] = np.zeros_like(ids)
