@@ -70,6 +70,14 @@ def test_the_plan_and_its_alternatives_are_shown(tmp_path: Path) -> None:
     assert "over the 1000 MB budget" in lines[1] and not lines[1].startswith("  *")
 
 
+def test_the_thread_counts_the_plan_chose_among_are_shown() -> None:
+    from yomiage.cli.bench_report import plan_threads
+
+    assert plan_threads([[1, 612.4], [2, 351.0]]) == (
+        "  threads, one full decoder window each: 1: 612 ms, 2: 351 ms"
+    )
+
+
 def test_bench_quick_recommends_from_three_runs_not_one(
     test_voice: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -16,11 +16,12 @@ from yomiage.runtime.plan import (
     Measurements,
     candidates,
     choose_plan,
+    choose_threads,
     decoder_calls,
     fallback_plan,
     first_call_lengths,
 )
-from yomiage.runtime.plan_measure import MeasureError, MeasureJob
+from yomiage.runtime.plan_measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan_store import PlanKey, PlanStore
 from yomiage.runtime.planner import BertGraph, Planner
 from yomiage.runtime.sessions import Sessions
@@ -149,6 +150,33 @@ def test_the_first_window_stays_where_its_calls_were_not_measured_or_shapes_are_
     assert plan.decoder.first_window_frames == 32
 
 
+@pytest.mark.parametrize(
+    ("threads_ms", "chosen"),
+    [
+        ({1: 100.0, 2: 60.0}, 2),  # a second core: taken
+        ({1: 100.0, 2: 97.0}, 1),  # an SMT sibling that adds 3%: left to the machine
+        ({2: 100.0, 4: 120.0}, 2),  # siblings that contend: slower, not taken
+        ({2: 100.0, 4: 80.0}, 4),
+        ({4: 100.0}, 2),  # one count measured: the backend's
+        ({}, 2),
+    ],
+)
+def test_the_fewest_threads_within_reach_of_the_fastest_are_chosen(
+    threads_ms: dict[int, float], chosen: int
+) -> None:
+    assert choose_threads(threads_ms, 2) == chosen
+
+
+def test_the_plan_takes_the_thread_count_measured_on_its_own_engine() -> None:
+    ort = replace(ORT, threads_ms={2: 1000.0, 4: 700.0})
+    bf16 = replace(FAST_HUNGRY, threads_ms={2: 500.0, 4: 600.0})
+    on_ort = choose_plan(measured(ort), 2000, threads=2, basis="t", allowed=EVERYTHING)
+    assert on_ort.threads == 4 and "4 threads" in on_ort.describe()
+    assert on_ort.threads_ms == ((2, 1000.0), (4, 700.0))
+    on_bf16 = choose_plan(measured(ort, bf16), 2000, threads=2, basis="t", allowed=EVERYTHING)
+    assert on_bf16.decoder.engine == "openvino" and on_bf16.threads == 2
+
+
 def test_openvino_is_shown_only_the_schedules_lengths() -> None:
     choice = DecoderChoice("openvino", "bf16", 256)
     for frames in (5, 40, 61, 120, 300, 777, 1500):
@@ -178,14 +206,15 @@ def test_the_fallback_takes_the_least_memory_under_a_small_budget() -> None:
 
 
 def key(**changes: object) -> PlanKey:
-    base = PlanKey("Test CPU", ("avx2",), 2, (("decoder", 59_000_000), ("context", 15)),
+    base = PlanKey("Test CPU", ("avx2",), 2, (2,), (("decoder", 59_000_000), ("context", 15)),
                    (("onnxruntime", "1.0"), ("openvino", "2026.1")))  # fmt: skip
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
 def test_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
     store = PlanStore(tmp_path)
-    m = replace(measured(ORT, FAST_HUNGRY), ort_peak_mb={256: 777.0})
+    ort = replace(ORT, threads_ms={2: 800.0, 4: 610.5})
+    m = replace(measured(ort, FAST_HUNGRY), ort_peak_mb={256: 777.0})
     store.save(key(), m, "2026-11-26")
     assert store.load(key()) == (m, "2026-11-26")
 
@@ -196,6 +225,7 @@ def test_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
         {"cpu": "Another CPU"},
         {"cpu_flags": ("avx2", "amx_bf16")},
         {"threads": 4},
+        {"thread_choices": (2, 4)},
         {"architecture": (("decoder", 1_000_000), ("context", 15))},
         {"engines": (("onnxruntime", "1.1"), ("openvino", "2026.1"))},
         {"engines": (("onnxruntime", "1.0"), ("openvino", "none"))},
@@ -309,6 +339,24 @@ def test_measuring_off_small_decoders_and_int8_are_never_measured(
     assert measure.jobs == []
 
 
+@pytest.mark.parametrize(("asked", "choices"), [(None, (2, 4)), (2, (2,)), (3, (3,))])
+def test_thread_counts_are_measured_only_when_none_was_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: int | None, choices: tuple[int, ...]
+) -> None:
+    monkeypatch.setattr("yomiage.runtime.sessions.thread_choices", lambda: (2, 4))
+    monkeypatch.setattr("yomiage.runtime.sessions.physical_cores", lambda: 2)
+    manifest = big_voice(tmp_path, monkeypatch)
+    measure = CountingMeasure(measured(replace(ORT, threads_ms={2: 900.0, 4: 600.0})))
+    bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
+    plan = Planner(Sessions(asked, openvino=False), bert, store=PlanStore(tmp_path),
+                   measure_fn=measure, measure_plan=True).plan_for(manifest)  # fmt: skip
+    (job,) = measure.jobs
+    assert job.thread_choices == choices and job.threads == (asked or 2)
+    assert job.threads_length == 256 + 2 * manifest.receptive_field_frames
+    # The kept measurements hold both counts; a count asked for is not second-guessed.
+    assert plan.threads == (4 if asked is None else asked)
+
+
 def test_the_environment_turns_measuring_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YOMIAGE_PLAN_MEASURE", "0")
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
@@ -321,3 +369,47 @@ def test_the_plan_file_is_plain_json(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (path,) = (tmp_path / "plans").glob("*.json")
     data = json.loads(path.read_text())
     assert data["key"]["threads"] == 2 and data["measurements"]["floor_mb"] == 600
+
+
+def test_a_voice_opens_its_graphs_on_its_plans_threads() -> None:
+    from yomiage.runtime.onnx_voice import BundleVoice
+    from yomiage.runtime.plan import Plan
+
+    sessions = Sessions(2, openvino=False)
+    plan = Plan(DecoderChoice("onnxruntime", "f32"), 1000, "test", threads=1)
+    voice = BundleVoice(TINY, sessions, plan.placement("fp32", automatic=True), plan=plan)
+    for graph in (voice.encoder, voice.flow, voice.decoder):
+        assert graph.session.get_session_options().intra_op_num_threads == 1
+    bert = sessions.open(TINY / "bert" / "bert_q8.onnx")  # the shared BERT keeps the backend's
+    assert bert.session.get_session_options().intra_op_num_threads == 2
+
+
+@pytest.mark.slow
+def test_the_measuring_processes_measure_every_length_and_thread_count() -> None:
+    """The real measuring (fresh processes) on the tiny voice: every number asked for comes
+    back. Values are not judged: a tiny graph's timings mean nothing."""
+    manifest = read_manifest(TINY)
+    context = manifest.receptive_field_frames
+    lengths = (23, 31, 47, 79)
+    job = MeasureJob(
+        decoder=manifest.file("decoder.onnx"),
+        bundle=TINY,
+        bert=TINY / "bert",
+        tokenizer=None,
+        bert_precision="q8",
+        threads=1,
+        lengths={("onnxruntime", "f32"): lengths},
+        thread_choices=(1, 2),
+        threads_length=47,
+        ort_windows=(16, 32),
+        context=context,
+        compiled_dir=None,
+    )
+    said: list[str] = []
+    m = measure(job, progress=said.append)
+    (ort,) = m.engines
+    assert set(ort.call_ms) == set(ort.memory_mb) == set(lengths)
+    assert set(ort.threads_ms) == {1, 2}
+    assert all(ms > 0 for ms in (*ort.call_ms.values(), *ort.threads_ms.values()))
+    assert m.floor_mb > 0 and set(m.ort_peak_mb) == {16, 32}
+    assert len(said) == 2  # one line per process

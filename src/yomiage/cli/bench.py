@@ -220,6 +220,7 @@ def run(args: argparse.Namespace) -> int:
             "notes": notes,
             "plan": prepared[0].get("plan") if prepared else None,
             "plan_options": prepared[0].get("plan_options", []) if prepared else [],
+            "plan_threads": prepared[0].get("plan_threads", []) if prepared else [],
         }
         report = bench_report.report(rows, recommendation, **about)
         print(json.dumps(report, ensure_ascii=False, indent=2))
@@ -232,6 +233,8 @@ def run(args: argparse.Namespace) -> int:
     if prepared and prepared[0].get("plan"):
         print(f"plan (decoder auto): {prepared[0]['plan']}")
         print(bench_report.plan_table(prepared[0].get("plan_options", [])))
+        if prepared[0].get("plan_threads"):
+            print(bench_report.plan_threads(prepared[0]["plan_threads"]))
         print()
     for line in (*notes, *recommendation.lines):
         print(line)

@@ -170,6 +170,12 @@ def plan_table(options: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def plan_threads(measured: list[list[float]]) -> str:
+    """The thread counts the plan chose among, as one line."""
+    counts = ", ".join(f"{int(count)}: {ms:.0f} ms" for count, ms in measured)
+    return f"  threads, one full decoder window each: {counts}"
+
+
 def machine() -> dict[str, Any]:
     """The machine the numbers belong to."""
     from yomiage.runtime.cpu import physical_cores

@@ -89,7 +89,8 @@ def plan_event(speaker: Speaker) -> dict[str, Any]:
          "peak_mb": round(o.peak_mb), "refused": o.refused}
         for o in plan.options
     ]  # fmt: skip
-    return {"plan": plan.describe(), "plan_options": options}
+    threads = [[count, ms] for count, ms in plan.threads_ms]
+    return {"plan": plan.describe(), "plan_options": options, "plan_threads": threads}
 
 
 def _first_audio(speaker: Speaker, text: str, options: SynthesisOptions) -> float:

@@ -20,3 +20,19 @@ def physical_cores() -> int:
         except OSError:
             cores.add((str(cpu), ""))
     return max(1, len(cores))
+
+
+def logical_cpus() -> int:
+    """Logical CPUs available to this process (each SMT sibling counted)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def thread_choices() -> tuple[int, ...]:
+    """The thread counts a plan measures when none is asked for: one per physical core,
+    and one per logical CPU where SMT gives more. Whether a core's second hardware
+    thread speeds the convolutions up or only contends for the same units depends on
+    the CPU (and on what a cloud VM calls a vCPU), so it is measured, not assumed."""
+    return tuple(sorted({physical_cores(), logical_cpus()}))

@@ -84,8 +84,8 @@ class BundleVoice:
     ) -> None:
         """``verified_dir``: where to remember files already checked (see
         :mod:`yomiage.runtime.integrity`); every file read is checked either way.
-        ``plan``: the plan ``placement`` and ``windowing`` came from (shown by
-        ``yomiage bench`` and logs)."""
+        ``plan``: the plan ``placement``, ``windowing`` and the graphs' thread count
+        came from (shown by ``yomiage bench`` and logs)."""
         m: VoiceManifest = read_manifest(folder)
         decoder = placement.decoder_graph
         if not m.file(decoder).is_file():
@@ -100,10 +100,11 @@ class BundleVoice:
         self.plan = plan
         self.windowing = windowing or Windowing()
         placement = placement.sized(graph_bytes(m.file(decoder)))  # small: ONNX Runtime
-        self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder)
-        self.flow = sessions.open(m.file("flow.onnx"), placement.flow)
+        threads = plan.threads if plan is not None else None
+        self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder, threads=threads)
+        self.flow = sessions.open(m.file("flow.onnx"), placement.flow, threads=threads)
         self.decoder = sessions.open(
-            m.file(decoder), placement.decoder, sha256=m.files.get(decoder)
+            m.file(decoder), placement.decoder, sha256=m.files.get(decoder), threads=threads
         )
         # What actually runs: OpenVINO may have been missing or refused a graph.
         self.placement = placement.running(self.decoder.placement)

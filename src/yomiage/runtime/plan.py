@@ -62,6 +62,9 @@ FIRST_WINDOW_CHOICES = (DEFAULT_FIRST_WINDOW_FRAMES, 16, 8)
 # Half of a 0.3 s first audio; the other half is BERT, the encoder and the flow of a
 # short sentence.
 FIRST_CALL_TARGET_MS = 150.0
+# More threads must be at least this much faster to be taken: a hardware thread that
+# adds less is better left to the rest of the machine (and is within the noise).
+THREADS_WORTH = 0.05
 
 
 @dataclass(frozen=True, order=True)
@@ -102,12 +105,15 @@ class EngineTimings:
     """The decoder measured on one engine and precision, in one fresh process: ms per
     call at each padded length, and the resident memory it had added once it had run
     every length up to that one (lengths met in increasing order, as a server meets
-    them; OpenVINO keeps each, ONNX Runtime's arena grows to the largest)."""
+    them; OpenVINO keeps each, ONNX Runtime's arena grows to the largest); and
+    ``threads_ms``, one full-window call on each thread count measured (empty
+    where only one count could run)."""
 
     engine: Engine
     precision: Precision
     call_ms: Mapping[int, float]
     memory_mb: Mapping[int, float]
+    threads_ms: Mapping[int, float] = field(default_factory=dict)
 
     def ms_at(self, length: int) -> float:
         """ms for one call at ``length`` frames: measured, or linear between the
@@ -169,7 +175,9 @@ class Plan:
     """Where a voice's graphs run and how its decoder is windowed.
 
     ``basis`` says where the plan came from ("measured on ..." or "fallback: ...");
-    ``options`` are the alternatives judged (empty for a fallback), the chosen first.
+    ``options`` are the alternatives judged (empty for a fallback), the chosen first;
+    ``threads_ms``, the thread counts ``threads`` was chosen from (ms of one decoder
+    call each; empty when there was no choice).
     """
 
     decoder: DecoderChoice
@@ -180,6 +188,7 @@ class Plan:
     flow: Placement = ORT_F32
     peak_mb: float | None = None
     options: tuple[PlanOption, ...] = field(default=(), compare=False)
+    threads_ms: tuple[tuple[int, float], ...] = field(default=(), compare=False)
 
     def placement(self, precision: str, *, automatic: bool) -> VoicePlacement:
         """The graphs' placement for a bundle (``precision``: the decoder's, fp32/bf16/int8)."""
@@ -201,7 +210,10 @@ class Plan:
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
-        return f"decoder {self.decoder}{peak} (budget {self.budget_mb} MB; {self.basis})"
+        return (
+            f"decoder {self.decoder}, {self.threads} thread{'s' * (self.threads != 1)}{peak} "
+            f"(budget {self.budget_mb} MB; {self.basis})"
+        )
 
 
 def decoder_calls(choice: DecoderChoice, frames: int, context: int) -> list[int]:
@@ -215,6 +227,15 @@ def decoder_calls(choice: DecoderChoice, frames: int, context: int) -> list[int]
             for window, zeros in fixed_windows(frames, choice.window_frames, context, first)
         ]
     return [w.pad_stop - w.pad_start for w in windows(frames, choice.window_frames, context, first)]
+
+
+def choose_threads(threads_ms: Mapping[int, float], default: int) -> int:
+    """The fewest threads within :data:`THREADS_WORTH` of the fastest measured count;
+    ``default`` where fewer than two counts were measured."""
+    if len(threads_ms) < 2:
+        return default
+    fastest = min(threads_ms.values())
+    return min(t for t, ms in threads_ms.items() if ms <= fastest * (1 + THREADS_WORTH))
 
 
 def first_call_lengths(context: int) -> tuple[int, ...]:
@@ -292,6 +313,7 @@ def choose_plan(
     allowed: Iterable[DecoderChoice],
     frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
     require_faster: bool = True,
+    thread_choices: Iterable[int] | None = None,
 ) -> Plan:
     """The fastest of ``allowed`` over the reference sentences whose predicted peak
     fits ``budget_mb`` and (``require_faster``, as ``auto`` asks) that is no slower
@@ -299,7 +321,9 @@ def choose_plan(
     less memory, then to the order of :class:`DecoderChoice`, so the same
     measurements always give the same plan. When nothing fits the budget, the
     option with the least memory is taken (its ``basis`` says so): a plan that
-    runs is better than none."""
+    runs is better than none. ``threads`` is the count the decoder was measured at;
+    where the chosen engine was measured at other counts too (of ``thread_choices``,
+    when given), :func:`choose_threads` picks among them."""
     judged = [o for o in (judge(c, measured, budget_mb, frames) for c in allowed) if o]
     reference = judge(DecoderChoice("onnxruntime", "f32"), measured, budget_mb, frames)
     if not judged or reference is None:
@@ -324,13 +348,20 @@ def choose_plan(
     others = sorted((o for o in options if o is not best),
                     key=lambda o: (o.refused is not None, o.total_s))  # fmt: skip
     timings = measured.engine(best.choice.engine, best.choice.precision)
+    threads_ms: dict[int, float] = {}
     if timings is not None and not best.choice.keeps_shapes:
         # Judged at the default first window (a stream's first call, the same for all);
         # the first window itself is for first audio, chosen on its own measured call.
         choice = replace(best.choice, first_window_frames=first_window(timings, measured.context))
         best = replace(best, choice=choice)
+    if timings is not None:  # the decoder is 85% of the work: its count is the voice's
+        counts = set(timings.threads_ms if thread_choices is None else thread_choices)
+        threads_ms = {t: ms for t, ms in timings.threads_ms.items() if t in counts}
+        threads = choose_threads(threads_ms, threads)
     ranked = [best, *others]
-    return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked))
+    chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
+    return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked),
+                threads_ms=chosen_among)  # fmt: skip
 
 
 def fallback_plan(

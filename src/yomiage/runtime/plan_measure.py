@@ -6,13 +6,14 @@ high-water mark back: OpenVINO keeps the kernels of every length it has seen,
 ONNX Runtime's arena keeps its largest working set. One process per engine and
 precision times the decoder alone at each window length of the schedules
 (smallest first, as a server meets them) and records the memory it has added
-after each; one more runs the whole engine on a paragraph with the decoder left
-out, for the floor every plan shares (the plan's peak is the two added: exact
-for OpenVINO, which keeps its own memory, and a little over for ONNX Runtime,
-whose decoder reuses the arena the other graphs freed, so its whole peak is
-measured on the paragraph with the decoder too). On a 2-core AVX2-only Zen 3
-this takes 160 s, once per CPU model, voice architecture and engine versions
-(:mod:`yomiage.runtime.plan_store` keeps it).
+after each, then one middle length at each thread count the plan may choose
+(:func:`yomiage.runtime.cpu.thread_choices`). One more runs the whole engine on
+a paragraph with the decoder left out, for the floor every plan shares (the
+plan's peak is the two added: exact for OpenVINO, which keeps its own memory,
+and a little over for ONNX Runtime, whose decoder reuses the arena the other
+graphs freed, so its whole peak is measured on the paragraph with the decoder
+too). On a 2-core AVX2-only Zen 3 this takes 160 s, once per CPU model, voice
+architecture and engine versions (:mod:`yomiage.runtime.plan_store` keeps it).
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class MeasureJob:
     bert_precision: str
     threads: int
     lengths: Mapping[tuple[str, str], tuple[int, ...]]
+    thread_choices: tuple[int, ...]  # counts to time ``threads_length`` at (``threads`` too)
+    threads_length: int
     ort_windows: tuple[int, ...]  # ONNX Runtime schedules whose whole peak to measure
     context: int
     compiled_dir: Path | None
@@ -91,6 +94,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
                 precision,  # type: ignore[arg-type]
                 {int(k): float(v) for k, v in raw["call_ms"].items()},
                 {int(k): float(v) for k, v in raw["memory_mb"].items()},
+                {int(k): float(v) for k, v in raw.get("threads_ms", {}).items()},
             )
         )
     progress(f"measuring the memory of the rest of the engine ({steps}/{steps})")
@@ -107,6 +111,8 @@ def _plain(job: MeasureJob) -> dict[str, Any]:
         "tokenizer": str(job.tokenizer) if job.tokenizer else None,
         "bert_precision": job.bert_precision,
         "threads": job.threads,
+        "thread_choices": list(job.thread_choices),
+        "threads_length": job.threads_length,
         "context": job.context,
         "compiled_dir": str(job.compiled_dir) if job.compiled_dir else None,
     }
@@ -169,21 +175,40 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(z_dim, int) or not isinstance(g_dim, int):
         raise MeasureError("the decoder's channel counts are not fixed")
     g = rng.standard_normal((1, g_dim, 1), dtype=np.float32)
+
+    def feeds(length: int) -> dict[str, Any]:
+        z = rng.standard_normal((1, z_dim, length), dtype=np.float32) * np.float32(0.5)
+        return {"z": z, "g": g}
+
     call_ms, memory_mb = {}, {}
     for length in sorted(args["lengths"]):
-        z = rng.standard_normal((1, z_dim, length), dtype=np.float32) * np.float32(0.5)
-        session.run({"z": z, "g": g})  # OpenVINO compiles for a new length here
-        runs = []
-        for _ in range(TIMED_RUNS):
-            start = time.perf_counter()
-            session.run({"z": z, "g": g})
-            runs.append(time.perf_counter() - start)
-        # The fastest run: on a shared machine other work only ever adds time (two
-        # measurings on the same quiet Zen 3 put 128- and 256-frame windows 4% apart,
-        # then even, from medians).
-        call_ms[length] = round(min(runs) * 1000, 2)
+        call_ms[length] = _fastest_call_ms(session, feeds(length))
         memory_mb[length] = round(_memory_mb()[0] - before, 1)
-    return {"call_ms": call_ms, "memory_mb": memory_mb}
+    # After the memory is recorded: each other count is a session of its own.
+    threads_ms: dict[int, float] = {}
+    probe = feeds(args["threads_length"])
+    for count in args["thread_choices"] if len(args["thread_choices"]) > 1 else ():
+        if count == args["threads"]:
+            threads_ms[count] = _fastest_call_ms(session, probe)
+            continue
+        other = sessions.open(Path(args["decoder"]), session.placement, threads=count)
+        threads_ms[count] = _fastest_call_ms(other, probe)
+        del other
+    return {"call_ms": call_ms, "memory_mb": memory_mb, "threads_ms": threads_ms}
+
+
+def _fastest_call_ms(session: Any, feeds: dict[str, Any]) -> float:
+    """The fastest of :data:`TIMED_RUNS` calls after one untimed (OpenVINO compiles for a
+    new length there). The fastest, because on a shared machine other work only ever
+    adds time: two measurings on the same quiet Zen 3 put 128- and 256-frame windows
+    4% apart, then even, from medians."""
+    session.run(feeds)
+    runs = []
+    for _ in range(TIMED_RUNS):
+        start = time.perf_counter()
+        session.run(feeds)
+        runs.append(time.perf_counter() - start)
+    return round(min(runs) * 1000, 2)
 
 
 class _SilentDecoder:

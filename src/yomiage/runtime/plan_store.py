@@ -2,8 +2,9 @@
 
 A measurement holds for one CPU model (with the instruction sets that decide the
 kernels), one voice architecture (the sizes of its graphs and its BERT: every
-full-size SBV2 JP-Extra voice shares one), one thread count and one set of
-engine versions; :class:`PlanKey` is all of that, and its digest names the file
+full-size SBV2 JP-Extra voice shares one), one thread count (and the other
+counts the plan may choose among) and one set of engine versions;
+:class:`PlanKey` is all of that, and its digest names the file
 (``<cache>/plans/<digest>.json``). A different CPU, voice size, thread count or
 a new ONNX Runtime or OpenVINO is a different key, so it is measured anew; the
 file holds the measurements, not the choice, so a new memory budget re-chooses
@@ -28,7 +29,9 @@ from yomiage.runtime.plan import EngineTimings, Measurements
 log = logging.getLogger(__name__)
 
 # Bumped when what is measured, or how, changes: older files are then ignored.
-FORMAT_VERSION = 2  # 2: first-window calls timed; the whole peak includes a stream
+# 2: first-window calls timed; the whole peak includes a stream. 3: the decoder timed at
+# each thread count the plan may choose.
+FORMAT_VERSION = 3
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
@@ -41,6 +44,7 @@ class PlanKey:
     cpu: str
     cpu_flags: tuple[str, ...]
     threads: int
+    thread_choices: tuple[int, ...]
     architecture: tuple[tuple[str, int], ...]  # graph -> bytes of weights, and the shapes
     engines: tuple[tuple[str, str], ...]  # engine -> version
     format: int = FORMAT_VERSION
@@ -120,6 +124,7 @@ class PlanStore:
                         "precision": e.precision,
                         "call_ms": {str(n): ms for n, ms in sorted(e.call_ms.items())},
                         "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
+                        "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
                     }
                     for e in measured.engines
                 ],
@@ -148,6 +153,7 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
                 e["precision"],
                 {int(n): float(ms) for n, ms in e["call_ms"].items()},
                 {int(n): float(mb) for n, mb in e["memory_mb"].items()},
+                {int(t): float(ms) for t, ms in e.get("threads_ms", {}).items()},
             )
         )
     ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}

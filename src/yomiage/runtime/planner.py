@@ -8,9 +8,10 @@ The order of the decision, all of it here:
    as :mod:`yomiage.runtime.placement` explains.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
    cache to keep it in: :func:`~yomiage.runtime.plan.fallback_plan`.
-4. Otherwise the measurements kept for this CPU, voice architecture, threads and
-   engine versions, measured once now if there are none
-   (:mod:`yomiage.runtime.plan_measure`, ~3 min on 2 cores, logged as it goes), and
+4. Otherwise the measurements kept for this CPU, voice architecture, threads (or
+   the counts to choose among, when none was asked for) and engine versions,
+   measured once now if there are none (:mod:`yomiage.runtime.plan_measure`,
+   ~3 min on 2 cores, logged as it goes), and
    :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
 """
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from yomiage.runtime.bundle import VoiceManifest
+from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, graph_bytes
 from yomiage.runtime.plan import (
     DEFAULT_MEMORY_BUDGET_MB,
@@ -130,6 +132,7 @@ class Planner:
             basis=f"measured on {key.cpu} ({when})",
             allowed=allowed,
             require_faster=requested == "auto",
+            thread_choices=self.sessions.thread_choices,
         )
         log.info("plan for %s: %s", manifest.name, plan.describe())
         return plan
@@ -168,7 +171,8 @@ class Planner:
         )
         engines = (("onnxruntime", ort.__version__),
                    ("openvino", openvino_version() or "none"))  # fmt: skip
-        return PlanKey(cpu, flags, self.sessions.threads, architecture, engines)
+        sessions = self.sessions
+        return PlanKey(cpu, flags, sessions.threads, sessions.thread_choices, architecture, engines)
 
     def _measure_now(
         self, manifest: VoiceManifest, allowed: tuple[DecoderChoice, ...]
@@ -189,6 +193,8 @@ class Planner:
             bert_precision=self.bert.precision,
             threads=self.sessions.threads,
             lengths={k: tuple(sorted(v)) for k, v in lengths.items()},
+            thread_choices=self.sessions.thread_choices,
+            threads_length=DEFAULT_WINDOW_FRAMES + 2 * context,  # a full window, padded
             ort_windows=tuple(sorted(ort_windows)),
             context=context,
             compiled_dir=self.compiled_dir,

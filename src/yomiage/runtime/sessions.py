@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
-from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.cpu import physical_cores, thread_choices
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
 from yomiage.runtime.placement import ORT_F32, Placement, Precision
 from yomiage.runtime.telemetry import engines_without_telemetry
@@ -156,7 +156,8 @@ def _dims(shape: Any) -> list[Dim]:
 
 
 class Sessions:
-    """Opens graphs for one backend: ``threads`` intra-op threads on either engine.
+    """Opens graphs for one backend: ``threads`` intra-op threads on either engine, or
+    as many as a graph's :meth:`open` asks (a voice's plan may choose another count).
 
     OpenVINO is imported on first use; where it is missing or refuses a graph,
     the graph runs on ONNX Runtime in float32 instead (logged). With a
@@ -179,7 +180,10 @@ class Sessions:
         used where it is installed, unless the environment sets ``YOMIAGE_OPENVINO=0``
         (a way out should an OpenVINO release misbehave on some machine)."""
         self.threads = threads or physical_cores()
-        self.ort_options = session_options(threads)
+        # The counts a plan may choose among: only the one asked for, if one was.
+        self.thread_choices = (threads,) if threads else thread_choices()
+        self.ort_options = session_options(self.threads)
+        self._ort_options_by_threads = {self.threads: self.ort_options}
         self._cache_dir = cache_dir
         if openvino is None:
             openvino = os.environ.get("YOMIAGE_OPENVINO", "1").strip() not in ("0", "false", "no")
@@ -187,22 +191,35 @@ class Sessions:
         self._lock = threading.Lock()
 
     def open(
-        self, path: Path, placement: Placement = ORT_F32, *, sha256: str | None = None
+        self,
+        path: Path,
+        placement: Placement = ORT_F32,
+        *,
+        sha256: str | None = None,
+        threads: int | None = None,
     ) -> GraphSession:
-        """The graph at ``path`` on ``placement``'s engine (ONNX Runtime if that fails).
+        """The graph at ``path`` on ``placement``'s engine (ONNX Runtime if that fails),
+        on ``threads`` threads (default: the backend's).
 
         ``sha256`` (the graph's, as its manifest records it) lets OpenVINO's
         compiled graph be cached."""
+        threads = threads or self.threads
         if placement.engine == "openvino":
             core = self._openvino()
             if core is not None:
                 try:
-                    return self._open_openvino(core, path, placement.precision, sha256)
+                    return self._open_openvino(core, path, placement.precision, sha256, threads)
                 except ModelLoadError:
                     raise
                 except Exception as exc:  # OpenVINO raises its own RuntimeError types
                     log.warning("OpenVINO cannot run %s (%s); using ONNX Runtime", path.name, exc)
-        return OrtGraph(path, self.ort_options)
+        return OrtGraph(path, self._ort_options(threads))
+
+    def _ort_options(self, threads: int) -> ort.SessionOptions:
+        with self._lock:
+            if threads not in self._ort_options_by_threads:
+                self._ort_options_by_threads[threads] = session_options(threads)
+            return self._ort_options_by_threads[threads]
 
     @property
     def has_openvino(self) -> bool:
@@ -232,12 +249,12 @@ class Sessions:
             return self._core or None
 
     def _open_openvino(
-        self, core: Any, path: Path, precision: Precision, sha256: str | None
+        self, core: Any, path: Path, precision: Precision, sha256: str | None, threads: int
     ) -> OpenVinoGraph:
         if not path.is_file():
             raise ModelLoadError(f"ONNX graph not found: {path}")
         config: dict[str, Any] = {
-            "INFERENCE_NUM_THREADS": self.threads,
+            "INFERENCE_NUM_THREADS": threads,
             "INFERENCE_PRECISION_HINT": precision,
             "PERFORMANCE_HINT": "LATENCY",
             "NUM_STREAMS": 1,
