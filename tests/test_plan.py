@@ -380,6 +380,7 @@ def test_a_voice_opens_its_graphs_on_its_plans_threads() -> None:
     voice = BundleVoice(TINY, sessions, plan.placement("fp32", automatic=True), plan=plan)
     for graph in (voice.encoder, voice.flow, voice.decoder):
         assert graph.session.get_session_options().intra_op_num_threads == 1
+    assert voice.info.runtime.endswith(", 1 thread (measured)")
     bert = sessions.open(TINY / "bert" / "bert_q8.onnx")  # the shared BERT keeps the backend's
     assert bert.session.get_session_options().intra_op_num_threads == 2
 

@@ -27,14 +27,21 @@ def voice_runtime_lines(
     runtimes: Mapping[str, str], threads: int | None, bert_precision: str | None = None
 ) -> list[str]:
     """``voice NAME: RUNTIME, BERT PRECISION, N threads`` for each voice (``threads``
-    None: the default, one per physical core)."""
+    None: the default, one per physical core, unless the voice's plan measured
+    another count faster: its runtime then says so)."""
     from yomiage.runtime.cpu import physical_cores
 
     count = threads or physical_cores()
-    parts = [f"{count} thread{'s' * (count != 1)}" + ("" if threads else " (one per core)")]
-    if bert_precision:
-        parts.insert(0, f"BERT {bert_precision}")
-    return [f"voice {name}: {readable(rt)}, {', '.join(parts)}" for name, rt in runtimes.items()]
+    said = f"{count} thread{'s' * (count != 1)}" + ("" if threads else " (one per core)")
+    bert = f"BERT {bert_precision}" if bert_precision else "BERT"
+    lines = []
+    for name, runtime in runtimes.items():
+        if "thread" in runtime:  # the voice's own count: the BERT's is the backend's
+            tail = f"{bert} on {said}"
+        else:
+            tail = f"{bert}, {said}" if bert_precision else said
+        lines.append(f"voice {name}: {readable(runtime)}, {tail}")
+    return lines
 
 
 def log_voice_runtimes(

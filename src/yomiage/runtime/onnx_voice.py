@@ -108,6 +108,9 @@ class BundleVoice:
         )
         # What actually runs: OpenVINO may have been missing or refused a graph.
         self.placement = placement.running(self.decoder.placement)
+        runtime = self.placement.describe()
+        if threads is not None and threads != sessions.threads:  # the plan measured another
+            runtime += f", {threads} thread{'s' * (threads != 1)} (measured)"
         self.info = VoiceInfo(
             sample_rate=m.sampling_rate,
             hop_length=m.hop_length,
@@ -115,7 +118,7 @@ class BundleVoice:
             speakers=dict(m.spk2id),
             n_speakers=m.n_speakers,
             add_blank=m.add_blank,
-            runtime=self.placement.describe(),
+            runtime=runtime,
             credits=_credits(m.aivm),
             style_rows=dict(m.style2id),
         )
