@@ -47,3 +47,42 @@ def build_warm(bundle: str) -> CrashingService:
     for voice in service.voices:
         service.warm(voice)
     return service
+
+
+class _LoadCrashingService(CrashingService):
+    """Crashes its process natively when asked to load the voice at ``bad``."""
+
+    bad = ""
+
+    def load_voice(self, name: str, source: str, *, warm: bool = True) -> Any:
+        if source == self.bad:
+            ctypes.string_at(0)
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return super().load_voice(name, source, warm=warm)
+
+
+def build_with_installed(bundle: str, journal: str, bad: str, good: str) -> CrashingService:
+    """:func:`build`, then two "installed" voices as ``yomiage serve`` loads them: the one at
+    ``bad`` kills the process as it loads, the one at ``good`` loads."""
+    from yomiage.aivmx.installed import InstalledVoice
+    from yomiage.cli.serve import load_installed
+    from yomiage.server.engine.load_journal import LoadJournal
+
+    tts = TTS(threads=1).load("tiny", source=Path(bundle)).prepare()
+    service = _LoadCrashingService(tts)
+    service.bad = bad
+    installed = [
+        InstalledVoice("bad", Path(bad), "0" * 32),
+        InstalledVoice("good", Path(good), "1" * 32),
+    ]
+    load_installed(service, installed, warm=False, journal=LoadJournal(Path(journal)))
+    return service
+
+
+def crash_at_start(log: str) -> CrashingService:
+    """Notes the start in ``log``, then dies natively before any voice loads."""
+    with open(log, "a", encoding="utf-8") as f:
+        f.write("started\n")
+    ctypes.string_at(0)
+    os.kill(os.getpid(), signal.SIGSEGV)
+    raise AssertionError("unreachable")

@@ -9,13 +9,15 @@ it in the server's process (less memory, no protection).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import ipaddress
 import logging
 import socket
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +30,9 @@ if TYPE_CHECKING:
     from yomiage.aivmx.installed import InstalledVoice
     from yomiage.engine_spec import VoiceSource
     from yomiage.server.config import ServerConfig
+    from yomiage.server.engine.load_journal import LoadJournal
     from yomiage.server.engine.service import LocalService
+    from yomiage.server.engine.worker import WorkerService
 
 log = logging.getLogger("yomiage.serve")
 
@@ -92,8 +96,11 @@ def bind(host: str, port: int) -> socket.socket:
 
 # What the worker process needs of the flags: the engine's settings and the voices
 # (the installed ones as found once at start, so that every worker start loads the same).
+# With a worker process, ``load_journal`` is the folder where it records which installed
+# voice it is loading (:mod:`yomiage.server.engine.load_journal`).
 _ENGINE_FLAGS = (*(how.dest for how in declared(EngineSpec).values()), "voice", "model",
-                 "max_audio_seconds", "no_warmup", "installed_voices")  # fmt: skip
+                 "max_audio_seconds", "no_warmup", "installed_voices",
+                 "load_journal")  # fmt: skip
 
 
 def server_config(args: argparse.Namespace) -> ServerConfig:
@@ -156,28 +163,38 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
     Warming up here, before the port opens, means a worker restarted after a
     crash is warm too before it takes requests. The command line's voices must
     load; an installed voice that does not is skipped with one log line (a start
-    must never fail, nor a restart loop, on a file in the models folder).
+    must never fail, nor a restart loop, on a file in the models folder), and so
+    is one that a previous worker of this server died loading.
     """
     from yomiage.cli.engine_options import engine_spec
     from yomiage.limits import Limits
+    from yomiage.server.engine.load_journal import LoadJournal
     from yomiage.server.engine.service import warmed_service
 
     args = argparse.Namespace(**flags)
     limits = Limits(max_request_seconds=args.max_audio_seconds)
     spec = engine_spec(args, limits=limits, voices=named_voices(args))
+    journal = LoadJournal(Path(args.load_journal)) if args.load_journal else None
     service = warmed_service(spec, warm=not args.no_warmup)
     try:
-        load_installed(service, args.installed_voices, warm=not args.no_warmup)
+        load_installed(service, args.installed_voices, warm=not args.no_warmup, journal=journal)
     except BaseException:
         service.tts.close()
         raise
     return service
 
 
-def load_installed(service: LocalService, voices: Sequence[InstalledVoice], *, warm: bool) -> None:
+def load_installed(
+    service: LocalService,
+    voices: Sequence[InstalledVoice],
+    *,
+    warm: bool,
+    journal: LoadJournal | None = None,
+) -> None:
     """Load the installed voices beside the command line's. One that is the same model
     as a command-line voice is left to it; one that fails to load or to warm up, or
-    whose VOICEVOX styles would take another voice's ids, is skipped and logged."""
+    whose VOICEVOX styles would take another voice's ids, is skipped and logged; so
+    is one that ``journal`` says a worker died loading."""
     from yomiage.errors import ModelLoadError
     from yomiage.server.voicevox.synthesis import VoxCatalog
 
@@ -187,8 +204,11 @@ def load_installed(service: LocalService, voices: Sequence[InstalledVoice], *, w
             log.info("%s is model %s, given on the command line as %r; not loaded twice",
                      voice.path, voice.uuid, held[voice.uuid])  # fmt: skip
             continue
+        if journal is not None and journal.crashed(voice.path):
+            continue  # said when the journal was opened
         try:
-            service.load_voice(voice.name, str(voice.path), warm=warm)
+            with journal.loading(voice.path) if journal else contextlib.nullcontext():
+                service.load_voice(voice.name, str(voice.path), warm=warm)
         except Exception as exc:
             log.warning("skipping installed voice %s: %s", voice.path, exc)
             continue
@@ -197,6 +217,28 @@ def load_installed(service: LocalService, voices: Sequence[InstalledVoice], *, w
         except ModelLoadError as exc:  # two styles with one VOICEVOX id
             service.unload_voice(voice.name)
             log.warning("skipping installed voice %s: %s", voice.path, exc)
+
+
+def start_worker(
+    factory: Callable[[], LocalService], *, journal: Path, installed: int, worker_timeout: float
+) -> WorkerService:
+    """The worker process, started again while each failed start died loading one of the
+    ``installed`` voices: the next start skips that one (see ``journal``), so a bad
+    file in the models folder costs a start, at most once per installed voice."""
+    from yomiage.server.engine.liveness import Liveness
+    from yomiage.server.engine.load_journal import died_loading
+    from yomiage.server.engine.worker import WorkerService, WorkerStartError
+
+    liveness = Liveness(call_timeout=worker_timeout)
+    for _ in range(installed):
+        try:
+            return WorkerService(factory, liveness=liveness)
+        except WorkerStartError:
+            if not died_loading(journal):
+                raise
+            log.warning("the synthesis worker died loading an installed voice; "
+                        "starting it again without that voice")  # fmt: skip
+    return WorkerService(factory, liveness=liveness)
 
 
 def check_voices(args: argparse.Namespace) -> None:
@@ -255,8 +297,7 @@ def run(args: argparse.Namespace) -> int:
         import python_multipart  # noqa: F401  (the [server] extra: said before anything loads)
         import uvicorn  # noqa: F401
 
-        from yomiage.server import create_app
-        from yomiage.server.runner import Server, uvicorn_config
+        from yomiage.server import create_app  # noqa: F401  (imports FastAPI)
     except ImportError as exc:
         from yomiage.errors import MissingExtraError
 
@@ -268,19 +309,27 @@ def run(args: argparse.Namespace) -> int:
             "(set --api-key or YOMIAGE_API_KEY)",
             args.host,
         )
+    with tempfile.TemporaryDirectory(prefix="yomiage-serve-") as journal:
+        args.load_journal = None if args.in_process else journal
+        return _serve(args, config)
+
+
+def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
+    from yomiage.server import create_app
+    from yomiage.server.runner import Server, uvicorn_config
+
     flags = {name: getattr(args, name) for name in _ENGINE_FLAGS}
     started = time.perf_counter()
     if args.in_process:
         service: Any = engine_service(flags)
     else:
-        from yomiage.server.engine.liveness import Liveness
-        from yomiage.server.engine.worker import WorkerService
-
         print("yomiage serve: loading the voices in a worker process...", file=sys.stderr,
               flush=True)  # fmt: skip
-        service = WorkerService(
+        service = start_worker(
             functools.partial(engine_service, flags),
-            liveness=Liveness(call_timeout=args.worker_timeout),
+            journal=Path(args.load_journal),
+            installed=len(args.installed_voices),
+            worker_timeout=args.worker_timeout,
         )
     try:
         app = create_app(service, config, cache_dir=args.cache_dir)
