@@ -242,3 +242,32 @@ def test_stalled_connections_over_the_cap_do_not_stop_health(
             go_on.set()
             for sock in stalled:
                 sock.close()
+
+
+def test_a_connection_over_a_busy_cap_reads_its_503_even_with_its_request_unread(
+    engine: TTS,
+) -> None:
+    """Over the cap with every connection busy, the new one is answered 503 and closed.
+    It used to be closed at once, with the client's request still unread in the socket:
+    the kernel then resets the connection, and a client that sent a body first lost
+    the answer (a ConnectionResetError). The server now closes its side in order and
+    drops what the client still sends until it closes too."""
+    config = ServerConfig(warmup=False, max_connections=2, body_timeout=600.0)
+    head = (
+        b"POST /tts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n"
+    )
+    with _guarded(engine, config) as address, _connect(address) as a, _connect(address) as b:
+        for busy in (a, b):
+            busy.sendall(head % 100 + b'{"text": "')  # a request whose body is on its way
+        with httpx.Client(base_url=f"http://{address}", timeout=GUARD) as http:
+            _until(lambda: http.get("/health").status_code == 503, "both connections busy")
+        body = b'{"text": "' + b"a" * 1_000_000 + b'"}'
+        for _ in range(3):
+            with _connect(address) as late:
+                try:
+                    late.sendall(head % len(body) + body)
+                except (BrokenPipeError, ConnectionResetError) as exc:
+                    raise AssertionError(f"the server reset the connection: {exc!r}") from exc
+                answer = _read_all(late)
+            assert answer.startswith(b"HTTP/1.1 503") and b"too_many_connections" in answer

@@ -13,7 +13,9 @@ additions:
 * at most ``max_connections`` are open at once. A new one over the cap closes
   the oldest connection that is only waiting for a request head (a stalled
   or idle keep-alive client), so ``/health`` still gets through; if every
-  connection is busy with a request, the new one is answered 503 and closed;
+  connection is busy with a request, the new one is answered 503 and closed
+  (in order: its side first, so a client still sending its request reads the
+  answer instead of a reset; 408s close the same way);
 * a response the client does not take is dropped: once the socket's write
   buffer is full (the transport pauses writing, and a streamed response's
   next send waits), the client must take some of it within ``send_timeout``
@@ -42,6 +44,10 @@ from yomiage.server.errors import error_body
 
 log = logging.getLogger(__name__)
 _ORDER = itertools.count()
+# How long a refused connection is kept, its side closed, for its client to close: what the
+# client still sends meanwhile is dropped. Closed with the client's bytes unread, the
+# kernel resets the connection, and a client still sending loses the answer.
+LINGER_S = 2.0
 
 
 def _raw_response(status: int, reason: str, message: str, code: str) -> bytes:
@@ -71,6 +77,7 @@ class _Guard:
     _opened: int = 0  # the order connections came in (the oldest idle one goes first)
     _send_timer: asyncio.TimerHandle | None = None
     _unsent: int = 0  # bytes waiting in the write buffer when the send deadline was set
+    _refused: bool = False  # answered and half-closed: the rest of what arrives is dropped
 
     @staticmethod
     def _dropped() -> None:
@@ -82,7 +89,9 @@ class _Guard:
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._opened = next(_ORDER)
-        over = len(self.connections) >= self.max_connections
+        # Refused ones on their way out (see _refuse) hold no request: they do not count.
+        open_ = sum(1 for c in self.connections if not getattr(c, "_refused", False))
+        over = open_ >= self.max_connections
         cast(Any, super()).connection_made(transport)
         if over and not self._evict_idle():
             self._refuse(
@@ -95,6 +104,8 @@ class _Guard:
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
         if self._head_timer is None and self._waiting_for_head():
             self._arm()
         cast(Any, super()).data_received(data)
@@ -161,9 +172,21 @@ class _Guard:
             )
 
     def _refuse(self, status: int, reason: str, message: str, code: str) -> None:
-        if not self.transport.is_closing():
-            self.transport.write(_raw_response(status, reason, message, code))
-            self.transport.close()
+        """Answer ``status`` and close: our side at once, the socket once the client has
+        closed its side too, or after :data:`LINGER_S` (see there)."""
+        transport = self.transport
+        if transport.is_closing():
+            return
+        transport.write(_raw_response(status, reason, message, code))
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+        if not transport.can_write_eof():
+            transport.close()
+            return
+        self._refused = True
+        transport.write_eof()
+        self.loop.call_later(LINGER_S, transport.close)
 
     def _evict_idle(self) -> bool:
         """Close the oldest other connection that only waits for a request head."""
@@ -171,7 +194,7 @@ class _Guard:
             c
             for c in self.connections
             if c is not self and isinstance(c, _Guard) and c._waiting_for_head()
-            and not c.transport.is_closing()
+            and not c.transport.is_closing() and not c._refused
         ]  # fmt: skip
         if not idle:
             return False
