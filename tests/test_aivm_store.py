@@ -91,7 +91,7 @@ def test_listing_reads_metadata_only_of_changed_files(
         calls.append(path)
         return read_metadata(path)
 
-    monkeypatch.setattr("yomiage.aivmx.store.read_metadata", counted)
+    monkeypatch.setattr("yomiage.aivmx.installed_model.read_metadata", counted)
     store.installed()
     assert calls == []
     upload_to(store, voices["v2"])  # a new file under the same name: read again

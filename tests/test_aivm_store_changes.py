@@ -139,7 +139,7 @@ def test_a_replacement_cut_by_a_crash_is_undone_when_the_store_opens(
     model.path.write_bytes(voices["v2"])
     ModelStore(store.root)  # a fresh one: the cut replacement is too recent to touch
     assert kept.exists()
-    monkeypatch.setattr("yomiage.aivmx.store.STALE_PARTIAL_S", -60.0)
+    monkeypatch.setattr("yomiage.aivmx.store_files.STALE_PARTIAL_S", -60.0)
     assert ModelStore(store.root).get(UUID).version == "1.0.0"
     assert leftovers(store.root) == []
 

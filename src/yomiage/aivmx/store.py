@@ -19,31 +19,45 @@ the folder as it was. Where each voice came from is recorded in
 overwritten: changes that would rewrite it are refused until it is fixed.
 
 One :class:`ModelStore` is safe to use from many threads (a server's workers);
-two processes sharing one folder are not coordinated.
+two processes sharing one folder are not coordinated. The partial and kept-aside
+files, and the clean-up after a change that was cut off, are in
+:mod:`yomiage.aivmx.store_files`; what one file is, in
+:mod:`yomiage.aivmx.installed_model`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
-import shutil
 import tempfile
 import threading
-import time
-import uuid as uuidlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, replace
 from pathlib import Path
-from types import MappingProxyType
-from typing import Any
 
 from yomiage.aivmx.fetch import Progress, fetch, recorded_source, shown
-from yomiage.aivmx.metadata import read_metadata, strict_json
+from yomiage.aivmx.installed_model import (
+    InstalledModel,
+    canonical_uuid,
+    describe,
+    file_sha256,
+    unlisted,
+    with_source,
+)
 from yomiage.aivmx.reader import AivmxError, read_aivmx
 from yomiage.aivmx.sources_file import SOURCES_FILE, read_sources, record_source
 from yomiage.aivmx.stop import FetchStop
+from yomiage.aivmx.store_files import (
+    PARTIAL_PREFIX,
+    PARTIAL_SUFFIX,
+    REMOVED,
+    REPLACED_PREFIX,
+    SUFFIX,
+    keep_aside,
+    put_back,
+    remove_stale_partials,
+    restore_cut_replacements,
+)
 from yomiage.aivmx.upload import (
     ModelNotInstalledError,
     ModelStoreError,
@@ -66,31 +80,10 @@ __all__ = [
     "canonical_uuid",
 ]  # fmt: skip
 
-SUFFIX = ".aivmx"
-PARTIAL_PREFIX, PARTIAL_SUFFIX = ".upload-", ".partial"
-REPLACED_PREFIX = ".replaced-"  # the old file of a voice being replaced, until the change ends
-REMOVED = ".removed"  # ... and of one being uninstalled
-STALE_PARTIAL_S = 3600.0  # a partial untouched this long was left by a server that died
-HASH_CHUNK = 1 << 20
-
 log = logging.getLogger(__name__)
 # What a caller checks of a new file once it is in place (a server loads it); raising
 # anything undoes the install.
 Check = Callable[["InstalledModel"], None]
-
-
-@dataclass(frozen=True)
-class InstalledModel:
-    """One voice in the store. ``manifest`` is the AIVM manifest JSON as in the file;
-    ``source`` is where it was installed from (None for an upload or a hand copy)."""
-
-    uuid: str
-    name: str
-    version: str
-    path: Path
-    size: int
-    manifest: Mapping[str, Any]
-    source: str | None
 
 
 class ModelStore:
@@ -125,8 +118,8 @@ class ModelStore:
             raise ModelStoreError(
                 f"cannot create the model folder {self.root}: {exc.strerror or exc}"
             ) from exc
-        self._remove_stale_partials()
-        self._restore_cut_replacements()
+        remove_stale_partials(self.root)
+        restore_cut_replacements(self.root)
 
     # -- listing ---------------------------------------------------------------
 
@@ -143,7 +136,7 @@ class ModelStore:
             except OSError:
                 continue  # removed meanwhile
             key = (path.name, stat.st_mtime_ns, stat.st_size, stat.st_ino)
-            model = self._seen[key] if key in self._seen else _describe(path, stat.st_size)
+            model = self._seen[key] if key in self._seen else describe(path, stat.st_size)
             seen[key] = model
             if model is None:
                 continue
@@ -154,13 +147,13 @@ class ModelStore:
                     log.warning("%s and %s hold the same model %s; using %s",
                                 other.path, model.path, model.uuid, keep.path)  # fmt: skip
                 model = keep
-            found[model.uuid] = _with_source(model, sources.get(model.uuid))
+            found[model.uuid] = with_source(model, sources.get(model.uuid))
         self._seen = seen
         return dict(sorted(found.items(), key=lambda kv: (kv[1].name.casefold(), kv[0])))
 
     def get(self, uuid: str) -> InstalledModel:
         """The installed voice ``uuid`` (any case); ModelNotInstalledError if none."""
-        key = _canonical_uuid(uuid)
+        key = canonical_uuid(uuid)
         model = self.installed().get(key) if key else None
         if model is None:
             raise ModelNotInstalledError(f"model {shown(uuid)} is not installed")
@@ -257,7 +250,7 @@ class ModelStore:
                 "there is no source to update it from; install the new file instead"
             )
         self._fetch(model.source, upload, progress, stop)
-        if upload.sha256 == _file_sha256(model.path):
+        if upload.sha256 == file_sha256(model.path):
             raise NoUpdateError(
                 f"model {model.uuid} is up to date: {shown(model.source)} holds the same file"
             )
@@ -322,7 +315,7 @@ class ModelStore:
             checked = read_aivmx(upload.path)
         except ModelLoadError as exc:  # its config's errors too: no message names the partial
             raise AivmxError(str(exc).replace(str(upload.path), what)) from exc
-        key = _canonical_uuid(checked.uuid)
+        key = canonical_uuid(checked.uuid)
         if key is None:
             raise AivmxError(f"{what}: its manifest's uuid {shown(checked.uuid)} is not a UUID")
         if expect is not None and key != expect:
@@ -332,7 +325,7 @@ class ModelStore:
         with self._lock:
             target = self._target(key)
             self._sources(strict=True)  # a record that cannot be rewritten: refuse first
-            kept = self._keep_aside(target)
+            kept = keep_aside(target)
             try:
                 try:
                     os.chmod(upload.path, 0o644)  # mkstemp's partial is private; a voice is not
@@ -342,57 +335,28 @@ class ModelStore:
                         f"cannot install into {target}: {exc.strerror or exc}"
                     ) from exc
                 upload.installed = True
-                model = _describe(target, target.stat().st_size)
+                model = describe(target, target.stat().st_size)
                 if model is None:  # read_aivmx accepted it, so the metadata is there
                     raise ModelStoreError(f"{target} was installed but cannot be read back")
-                model = _with_source(model, source)
+                model = with_source(model, source)
                 if check is not None:
                     check(model)
                 self._record(key, source)
             except BaseException:
-                self._put_back(target, kept)
+                put_back(target, kept)
                 raise
             if kept is not None:
                 kept.unlink(missing_ok=True)
         log.info("installed model %s (%s) as %s", key, model.name, target.name)
         return model
 
-    def _keep_aside(self, target: Path) -> Path | None:
-        """A second name for the file at ``target`` (None if there is none), so that it can
-        be put back whatever happens to ``target``. A hard link: no copy of a big file."""
-        if not target.exists():
-            return None
-        kept = target.with_name(f"{REPLACED_PREFIX}{target.name}")
-        try:
-            kept.unlink(missing_ok=True)
-            try:
-                os.link(target, kept)
-            except OSError:  # a file system without hard links
-                shutil.copy2(target, kept)
-        except OSError as exc:
-            kept.unlink(missing_ok=True)
-            raise ModelStoreError(
-                f"cannot keep {target.name} aside while it is replaced: {exc.strerror or exc}"
-            ) from exc
-        return kept
-
-    def _put_back(self, target: Path, kept: Path | None) -> None:
-        """Undo an install: the kept old file back at ``target``, or the new one removed."""
-        try:
-            if kept is not None:
-                os.replace(kept, target)
-            else:
-                target.unlink(missing_ok=True)
-        except OSError as exc:  # the first error is the one to raise; this one is logged
-            log.error("could not undo the install into %s: %s", target, exc)
-
     def _unlisted(self, uuid: str) -> InstalledModel:
         """The unreadable file named ``<uuid>.aivmx``, as a model with no manifest."""
-        key = _canonical_uuid(uuid)
+        key = canonical_uuid(uuid)
         path = self.root / f"{key}{SUFFIX}"
         if key is None or not path.is_file():
             raise ModelNotInstalledError(f"model {shown(uuid)} is not installed")
-        return InstalledModel(key, "", "", path, path.stat().st_size, MappingProxyType({}), None)
+        return unlisted(path, key)
 
     def _target(self, uuid: str) -> Path:
         """Where voice ``uuid`` goes: over its file if installed, else ``<uuid>.aivmx``
@@ -423,89 +387,3 @@ class ModelStore:
     def _record(self, uuid: str, source: str | None) -> None:
         """Set (or with None remove) the recorded source of ``uuid``; under the lock."""
         record_source(self.root, uuid, source)
-
-    def _restore_cut_replacements(self) -> None:
-        """Put back the old file of a replacement that a server did not live to finish (a
-        crash while it checked the new one). Only after the partials' stale age, since
-        another process may be in the middle of one (the link's ctime is its own)."""
-        cutoff = time.time() - STALE_PARTIAL_S
-        for gone in self.root.glob(f"{REPLACED_PREFIX}*{SUFFIX}{REMOVED}"):
-            with suppress(OSError):  # an uninstall cut off after the move: it was going
-                if gone.stat().st_ctime < cutoff:
-                    gone.unlink()
-        for kept in self.root.glob(f"{REPLACED_PREFIX}*{SUFFIX}"):
-            try:
-                if kept.stat().st_ctime < cutoff:
-                    os.replace(kept, self.root / kept.name[len(REPLACED_PREFIX) :])
-                    log.warning("restored %s: a replacement of it was cut off",
-                                kept.name[len(REPLACED_PREFIX) :])  # fmt: skip
-            except OSError:
-                pass
-
-    def _remove_stale_partials(self) -> None:
-        cutoff = time.time() - STALE_PARTIAL_S
-        for path in self.root.glob(f"{PARTIAL_PREFIX}*{PARTIAL_SUFFIX}"):
-            try:
-                if path.stat().st_mtime < cutoff:
-                    path.unlink()
-            except OSError:
-                pass
-
-
-def _describe(path: Path, size: int) -> InstalledModel | None:
-    """The voice in ``path`` from its metadata only; None (and a warning) if unreadable."""
-    try:
-        manifest = strict_json(read_metadata(path).get("aivm_manifest", "null"))
-    except (OSError, ValueError, RecursionError) as exc:
-        log.warning("skipping %s: not a readable AIVMX file (%s)", path, exc)
-        return None
-    if not isinstance(manifest, dict):
-        log.warning("skipping %s: no AIVM manifest in its metadata", path)
-        return None
-    key = _canonical_uuid(manifest.get("uuid"))
-    name, version = manifest.get("name"), manifest.get("version")
-    if key is None or not isinstance(name, str) or not name:
-        log.warning("skipping %s: its manifest lacks a UUID or a name", path)
-        return None
-    return InstalledModel(
-        uuid=key,
-        name=name,
-        version=version if isinstance(version, str) else "",
-        path=path,
-        size=size,
-        manifest=MappingProxyType(manifest),
-        source=None,
-    )
-
-
-def canonical_uuid(value: object) -> str | None:
-    """``value`` as the lower-case uuid the store names voices by (any case given); None
-    if it is not a hyphenated UUID."""
-    return _canonical_uuid(value)
-
-
-def _with_source(model: InstalledModel, source: str | None) -> InstalledModel:
-    return model if model.source == source else replace(model, source=source)
-
-
-def _canonical_uuid(value: object) -> str | None:
-    """``value`` as a lowercase hyphenated UUID; None if it is not one. File names are
-    made from it, so nothing else may pass."""
-    if not isinstance(value, str) or len(value) != 36:
-        return None
-    try:
-        parsed = uuidlib.UUID(value)
-    except ValueError:
-        return None
-    return str(parsed) if str(parsed) == value.lower() else None
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    try:
-        with path.open("rb") as stream:
-            while block := stream.read(HASH_CHUNK):
-                digest.update(block)
-    except OSError:
-        return ""  # gone or unreadable: anything fetched differs
-    return digest.hexdigest()
