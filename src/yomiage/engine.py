@@ -65,7 +65,8 @@ class TTS:
     ``yomiage convert``, HayaKoe's ``onnx/bert/q8``), else the catalog's.
     On CPU, SBV2 folders are converted to ONNX once (needs ``yomiage[torch]``)
     and kept in the cache. ``threads`` sets intra-op threads (default:
-    physical cores). ``decoder_precision`` picks the decoder's arithmetic:
+    physical cores, or one per logical CPU for a voice whose plan measured that
+    faster). ``decoder_precision`` picks the decoder's arithmetic:
     ``"auto"`` (bfloat16 on OpenVINO where the CPU computes it natively, about
     2x faster at ~40 dB SNR against float32; float32 elsewhere), ``"fp32"``,
     ``"bf16"`` or ``"int8"`` (the opt-in int8 decoder of bundles converted with

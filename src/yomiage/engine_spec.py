@@ -45,7 +45,7 @@ class EngineSpec:
         None, "--bert", "BERT folder or source (default: beside the voice)", metavar="SOURCE"
     )
     threads: int | None = setting(
-        None, "--threads", "intra-op threads (default: physical cores)",
+        None, "--threads", "intra-op threads (default: one per core, or as the plan measured)",
         metavar="N", ge=1, kind=int,
     )  # fmt: skip
     bert_precision: str = setting(
