@@ -60,11 +60,9 @@ class _Metric:
         raise NotImplementedError
 
 
-class Counter(_Metric):
-    """A total that only grows; ``name`` should end in ``_total``. With ``callback``, the
-    total is read at scrape time from whoever keeps it (no labels then)."""
-
-    kind = "counter"
+class _Scalar(_Metric):
+    """One number per label set, or one read from ``callback`` at scrape time from
+    whoever keeps it (no labels then)."""
 
     def __init__(
         self,
@@ -76,56 +74,11 @@ class Counter(_Metric):
     ) -> None:
         super().__init__(name, help, labels)
         if callback is not None and labels:
-            raise ValueError("a counter with a callback has no labels")
-        self._callback = callback
-        self._values: dict[LabelValues, float] = {}
-        if not labels:
-            self._values[()] = 0.0
-
-    def inc(self, *labels: str, amount: float = 1.0) -> None:
-        if amount < 0:
-            raise ValueError("a counter cannot go down")
-        key = self._key(labels)
-        with self._lock:
-            self._values[key] = self._values.get(key, 0.0) + amount
-
-    def value(self, *labels: str) -> float:
-        with self._lock:
-            return self._values.get(self._key(labels), 0.0)
-
-    def samples(self) -> list[str]:
-        if self._callback is not None:
-            return [f"{self.name} {_number(float(self._callback()))}"]
-        with self._lock:
-            items = sorted(self._values.items())
-        return [f"{self.name}{_labels(self.label_names, k)} {_number(v)}" for k, v in items]
-
-
-class Gauge(_Metric):
-    """A value that goes up and down, or one read from ``callback`` at scrape time."""
-
-    kind = "gauge"
-
-    def __init__(
-        self,
-        name: str,
-        help: str,
-        labels: Sequence[str] = (),
-        *,
-        callback: Callable[[], float] | None = None,
-    ) -> None:
-        super().__init__(name, help, labels)
-        if callback is not None and labels:
-            raise ValueError("a gauge with a callback has no labels")
+            raise ValueError(f"a {self.kind} with a callback has no labels")
         self._callback = callback
         self._values: dict[LabelValues, float] = {}
         if not labels and callback is None:
             self._values[()] = 0.0
-
-    def set(self, value: float, *labels: str) -> None:
-        key = self._key(labels)
-        with self._lock:
-            self._values[key] = float(value)
 
     def value(self, *labels: str) -> float:
         if self._callback is not None:
@@ -139,6 +92,30 @@ class Gauge(_Metric):
         with self._lock:
             items = sorted(self._values.items())
         return [f"{self.name}{_labels(self.label_names, k)} {_number(v)}" for k, v in items]
+
+
+class Counter(_Scalar):
+    """A total that only grows; ``name`` should end in ``_total``."""
+
+    kind = "counter"
+
+    def inc(self, *labels: str, amount: float = 1.0) -> None:
+        if amount < 0:
+            raise ValueError("a counter cannot go down")
+        key = self._key(labels)
+        with self._lock:
+            self._values[key] = self._values.get(key, 0.0) + amount
+
+
+class Gauge(_Scalar):
+    """A value that goes up and down."""
+
+    kind = "gauge"
+
+    def set(self, value: float, *labels: str) -> None:
+        key = self._key(labels)
+        with self._lock:
+            self._values[key] = float(value)
 
 
 class Histogram(_Metric):
