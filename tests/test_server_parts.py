@@ -67,7 +67,7 @@ def test_resampler_edge_cases() -> None:
 
 
 def test_metrics_text_format() -> None:
-    from yomiage.server.metrics import Registry
+    from yomiage.server.metrics import Counter, Registry
 
     r = Registry()
     c = r.counter("demo_requests_total", "Requests.", ["route", "status"])
@@ -85,7 +85,8 @@ def test_metrics_text_format() -> None:
     assert 'demo_requests_total{route="/a",status="200"} 3' in lines
     assert 'demo_requests_total{route="/\\"odd\\"\\\\\\n",status="500"} 1' in lines
     assert "demo_depth 3" in lines and g.value() == 3
-    kept = r.counter("demo_kept_total", "Kept elsewhere.", callback=lambda: 7)
+    kept = Counter("demo_kept_total", "Kept elsewhere.", callback=lambda: 7)
+    r.add(kept)
     assert "demo_kept_total 7" in r.render().splitlines() and kept.value() == 7
     assert 'demo_seconds_bucket{route="/a",le="0.1"} 1' in lines
     assert 'demo_seconds_bucket{route="/a",le="1"} 3' in lines
