@@ -11,7 +11,8 @@ import pytest
 
 from yomiage.errors import DictionaryFullError, UserDictionaryError
 from yomiage.text import Frontend, UserDictionary
-from yomiage.text.user_dict import MAX_WORDS, UserWord
+from yomiage.text.user_dict import MAX_WORDS
+from yomiage.text.user_word import UserWord
 
 
 def test_word_changes_reading_at_once_and_only_in_its_frontend(tmp_path: Path) -> None:

@@ -35,7 +35,8 @@ from yomiage.synthesis.gate import ComputeGate
 from yomiage.synthesis.pipeline import Pipeline
 from yomiage.text.frontend import Frontend
 from yomiage.text.openjtalk import DEFAULT_READING, check_reading
-from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
+from yomiage.text.user_dict import SkippedEntry, UserDictionary
+from yomiage.text.user_word import UserWord
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,8 @@ from yomiage.errors import (
 from yomiage.server.engine.worker import WorkerCrashed, WorkerUnavailable
 from yomiage.server.errors import APIError
 from yomiage.server.schemas import WordRequest
-from yomiage.text.user_dict import SkippedEntry, UserWord
+from yomiage.text.user_dict import SkippedEntry
+from yomiage.text.user_word import UserWord
 
 if TYPE_CHECKING:
     from yomiage.server.state import ServerState

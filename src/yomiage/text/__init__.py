@@ -4,7 +4,8 @@ from yomiage.text.frontend import Frontend, default_user_dictionary_path
 from yomiage.text.g2p import Phonemes
 from yomiage.text.sentences import split_sentences
 from yomiage.text.symbols import ModelInputs, to_model_inputs
-from yomiage.text.user_dict import UserDictionary, UserWord
+from yomiage.text.user_dict import UserDictionary
+from yomiage.text.user_word import UserWord
 
 __all__ = [
     "Frontend",

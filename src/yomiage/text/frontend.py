@@ -35,7 +35,8 @@ from yomiage.text.openjtalk import (
 from yomiage.text.punctuation import skipped_symbols
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
 from yomiage.text.unreadable import reread, unread_runs, unreadable_error
-from yomiage.text.user_dict import SkippedEntry, UserDictionary, UserWord
+from yomiage.text.user_dict import SkippedEntry, UserDictionary
+from yomiage.text.user_word import UserWord
 
 log = logging.getLogger(__name__)
 

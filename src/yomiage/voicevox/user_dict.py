@@ -16,7 +16,7 @@ from typing import Any
 
 from yomiage.errors import UserDictionaryError
 from yomiage.text.mora import mora_count
-from yomiage.text.user_dict import WORD_TYPES, UserWord
+from yomiage.text.user_word import WORD_TYPES, UserWord
 
 _NAMESPACE = uuid.UUID("8a0c3d3e-4f57-5b8e-9d0a-2f5e6c7b8a91")
 # VOICEVOX's word types and the left/right context id of each in naist-jdic

@@ -27,7 +27,8 @@ from yomiage.runtime.voice import VoiceCredits
 from yomiage.server.encoding import OutputFormat, encode_whole
 from yomiage.speaker import Speaker
 from yomiage.text.g2p import Phonemes
-from yomiage.text.user_dict import SkippedEntry, UserWord
+from yomiage.text.user_dict import SkippedEntry
+from yomiage.text.user_word import UserWord
 from yomiage.voicevox.query import SentenceReading
 
 

@@ -55,7 +55,8 @@ from yomiage.server.engine.worker_spawn import spawn_worker
 from yomiage.server.engine.worker_stream import WorkerChunkSource
 from yomiage.server.engine.worker_voices import VoiceChanges
 from yomiage.text.g2p import Phonemes
-from yomiage.text.user_dict import SkippedEntry, UserWord
+from yomiage.text.user_dict import SkippedEntry
+from yomiage.text.user_word import UserWord
 from yomiage.voicevox.query import SentenceReading
 
 log = logging.getLogger(__name__)

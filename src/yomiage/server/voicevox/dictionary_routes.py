@@ -30,7 +30,7 @@ from yomiage.server.voicevox.http import (
     text_param,
     vox_router,
 )
-from yomiage.text.user_dict import UserWord
+from yomiage.text.user_word import UserWord
 from yomiage.voicevox.user_dict import (
     WORD_TYPE_NAMES,
     word_json,
