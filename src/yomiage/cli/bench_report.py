@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-ENOUGH = 0.05  # more threads that add less than this share of speed are not worth a core
+from yomiage.runtime.cpu import THREADS_WORTH
+
 PRECISIONS = ("bf16", "int8", "fp32")  # as a loaded voice's runtime names them
 
 
@@ -49,7 +50,7 @@ class Row:
 
 @dataclass(frozen=True)
 class Recommendation:
-    """The configuration to run (fewest threads within :data:`ENOUGH` of the fastest, in
+    """The configuration to run (fewest threads within :data:`THREADS_WORTH` of the fastest, in
     the fastest one's precision), the one with the soonest first audio, and the
     sentences that say why."""
 
@@ -83,7 +84,7 @@ def recommend(rows: list[Row]) -> Recommendation:
     timed = [r for r in rows if r.text == speed_text]
     best = max(timed, key=lambda r: r.speed)
     same = sorted((r for r in timed if r.decoder == best.decoder), key=lambda r: r.threads)
-    enough = next(r for r in same if r.speed >= best.speed * (1 - ENOUGH))
+    enough = next(r for r in same if r.speed >= best.speed * (1 - THREADS_WORTH))
     auto = f" ({best.precision})" if best.decoder == "auto" else ""
     lines = [f"fastest: {best.flags}{auto}, {best.speed:.1f}x real time on the {speed_text} text"]
     more = [r for r in same if r.threads > enough.threads]

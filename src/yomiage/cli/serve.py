@@ -309,8 +309,14 @@ def run(args: argparse.Namespace) -> int:
             "(set --api-key or YOMIAGE_API_KEY)",
             args.host,
         )
-    with tempfile.TemporaryDirectory(prefix="yomiage-serve-") as journal:
-        args.load_journal = None if args.in_process else journal
+    # In-process, a crash takes the server down: there is no next worker to tell.
+    journal_dir = (
+        contextlib.nullcontext(None)
+        if args.in_process
+        else tempfile.TemporaryDirectory(prefix="yomiage-serve-")
+    )
+    with journal_dir as journal:
+        args.load_journal = journal
         return _serve(args, config)
 
 

@@ -5,6 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+# More threads must be at least this much faster to be taken (by the plan, and in
+# ``yomiage bench``'s advice): a hardware thread that adds less is better left to the
+# rest of the machine, and is within the noise.
+THREADS_WORTH = 0.05
+
 
 def physical_cores() -> int:
     """Physical cores available to this process (SMT siblings counted once)."""

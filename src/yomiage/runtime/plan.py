@@ -34,6 +34,7 @@ from yomiage.runtime.chunking import (
     window_lengths,
     windows,
 )
+from yomiage.runtime.cpu import THREADS_WORTH
 from yomiage.runtime.placement import (
     DECODER_GRAPHS,
     ORT_F32,
@@ -62,9 +63,6 @@ FIRST_WINDOW_CHOICES = (DEFAULT_FIRST_WINDOW_FRAMES, 16, 8)
 # Half of a 0.3 s first audio; the other half is BERT, the encoder and the flow of a
 # short sentence.
 FIRST_CALL_TARGET_MS = 150.0
-# More threads must be at least this much faster to be taken: a hardware thread that
-# adds less is better left to the rest of the machine (and is within the noise).
-THREADS_WORTH = 0.05
 
 
 @dataclass(frozen=True, order=True)

@@ -6,7 +6,7 @@ high-water mark back: OpenVINO keeps the kernels of every length it has seen,
 ONNX Runtime's arena keeps its largest working set. One process per engine and
 precision times the decoder alone at each window length of the schedules
 (smallest first, as a server meets them) and records the memory it has added
-after each, then one middle length at each thread count the plan may choose
+after each, then one full window at each thread count the plan may choose
 (:func:`yomiage.runtime.cpu.thread_choices`). One more runs the whole engine on
 a paragraph with the decoder left out, for the floor every plan shares (the
 plan's peak is the two added: exact for OpenVINO, which keeps its own memory,
