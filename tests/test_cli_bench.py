@@ -185,3 +185,35 @@ def test_table_has_a_row_per_measurement() -> None:
     header, one, two = text.splitlines()
     assert header.split()[:3] == ["threads", "decoder", "text"]
     assert "auto (fp32)" in one and "1.00x" in one and "fp32 " in two and "2.00x" in two
+
+
+def test_bench_says_what_a_larger_budget_would_buy() -> None:
+    """The plan's table as the Xeon with AMX measured it: under 1,000 MB the plan is
+    float32; bench names the cheapest faster option and the fastest, each with the
+    budget that admits it. Options that are slower, or within the budget, are not offered."""
+    from yomiage.cli.bench_report import faster_over_budget, faster_over_budget_lines
+
+    options = [
+        {"decoder": "onnxruntime f32, windows 16-256 frames", "predicted_decode_s": 11.70,
+         "peak_mb": 981, "refused": None},
+        {"decoder": "openvino bf16, windows 32-256 frames", "predicted_decode_s": 3.90,
+         "peak_mb": 1789, "refused": "over"},
+        {"decoder": "openvino bf16, windows 32-128 frames", "predicted_decode_s": 4.41,
+         "peak_mb": 1430, "refused": "over"},
+        {"decoder": "openvino bf16, windows of 32 frames", "predicted_decode_s": 5.37,
+         "peak_mb": 1054, "refused": "over"},
+        {"decoder": "onnxruntime f32, windows 32-512 frames", "predicted_decode_s": 11.65,
+         "peak_mb": 1098, "refused": "over"},
+        {"decoder": "onnxruntime f32, windows 32-128 frames", "predicted_decode_s": 11.89,
+         "peak_mb": 912, "refused": None},
+    ]  # fmt: skip
+    offers = faster_over_budget(options, 1000)
+    assert [o["memory_budget_mb"] for o in offers] == [1060, 1790]
+    assert [o["decoding_speedup"] for o in offers] == [2.18, 3.0]
+    lines = faster_over_budget_lines(offers)
+    assert lines[0] == (
+        "  a larger budget decodes faster: --memory-budget 1060 runs openvino bf16, windows "
+        "of 32 frames (2.2x the decoding speed, ~1054 MB peak)"
+    )
+    assert faster_over_budget(options, 2000) == []  # everything fits: nothing to offer
+    assert faster_over_budget(options[:1] + options[4:], 1000) == []  # only 0.4% faster

@@ -303,7 +303,7 @@ def _openvino_fp32_voice(test_voice: Path) -> tuple[OnnxBackend, Any]:
 
 
 @needs_openvino
-@pytest.mark.parametrize(("first", "window"), [(8, 32), (16, 64), (4, 16)])
+@pytest.mark.parametrize(("first", "window"), [(8, 32), (16, 64), (4, 16), (16, 16)])
 def test_openvino_fixed_windows_equal_whole_decoding(
     test_voice: Path, tmp_path: Path, first: int, window: int
 ) -> None:

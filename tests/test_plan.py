@@ -78,10 +78,46 @@ def test_a_tighter_budget_takes_fewer_window_lengths_before_another_engine() -> 
     assert tight.decoder == DecoderChoice("openvino", "bf16", 128)  # 3 lengths: 600 + 300
 
 
+# The decoder as measured on an Intel Xeon with AMX (2 threads; the plan file of the
+# H200 machine's host, RESULTS.md "Issue 32, fourth pass"): bfloat16 costs about the
+# same per frame at every length, but memory grows steeply with the length.
+AMX_ORT = EngineTimings("onnxruntime", "f32",
+                        {23: 110.3, 31: 117.8, 47: 269.6, 62: 206.0, 94: 318.1, 158: 528.5,
+                         286: 1038.1, 542: 2027.7},
+                        {23: 80.9, 31: 86.0, 47: 95.1, 62: 103.2, 94: 118.5, 158: 149.2,
+                         286: 213.8, 542: 336.7})  # fmt: skip
+AMX_BF16 = EngineTimings("openvino", "bf16", {62: 65.4, 94: 165.7, 158: 187.0, 286: 289.7},
+                         {62: 226.3, 94: 375.3, 158: 601.4, 286: 960.9})  # fmt: skip
+AMX = Measurements(828.2, (AMX_ORT, AMX_BF16), CONTEXT,
+                   ort_peak_mb={128: 912.0, 256: 980.8, 512: 1097.7})  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("budget", "expected"),
+    [(1000, DecoderChoice("onnxruntime", "f32", 256)),
+     (1100, DecoderChoice("openvino", "bf16", 32)),
+     (1500, DecoderChoice("openvino", "bf16", 128)),
+     (2000, DecoderChoice("openvino", "bf16", 256))],
+)  # fmt: skip
+def test_where_memory_grows_with_the_length_small_windows_buy_most_of_the_speed(
+    budget: int, expected: DecoderChoice
+) -> None:
+    """With AMX's measurements, 32-frame bfloat16 windows (one length: +226 MB) decode
+    twice as fast as float32 for 1,054 MB; each larger window costs hundreds more."""
+    plan = choose_plan(AMX, budget, threads=2, basis="amx", allowed=EVERYTHING)
+    assert replace(plan.decoder, first_window_frames=32) == expected
+    assert plan.peak_mb is not None and plan.peak_mb <= budget
+    if expected.engine == "openvino":
+        ort = next(o for o in plan.options if o.choice.engine == "onnxruntime")
+        assert plan.options[0].total_s < ort.total_s / 2 or expected.window_frames > 32
+    assert str(DecoderChoice("openvino", "bf16", 32)) == "openvino bf16, windows of 32 frames"
+
+
 def test_when_nothing_fits_the_least_memory_runs_and_says_so() -> None:
     plan = choose_plan(measured(ORT, FAST_HUNGRY, floor=990), 1000, threads=2, basis="test",
                        allowed=EVERYTHING)  # fmt: skip
-    assert plan.decoder == DecoderChoice("onnxruntime", "f32", 128)
+    assert plan.peak_mb == min(o.peak_mb for o in plan.options)
+    assert plan.decoder == DecoderChoice("openvino", "bf16", 32)  # one length: 990 + 100
     assert "no option fits the budget" in plan.basis
 
 

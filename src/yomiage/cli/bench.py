@@ -221,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             "plan": prepared[0].get("plan") if prepared else None,
             "plan_options": prepared[0].get("plan_options", []) if prepared else [],
             "plan_threads": prepared[0].get("plan_threads", []) if prepared else [],
+            "plan_faster_over_budget": _faster_over_budget(prepared),
         }
         report = bench_report.report(rows, recommendation, **about)
         print(json.dumps(report, ensure_ascii=False, indent=2))
@@ -235,10 +236,22 @@ def run(args: argparse.Namespace) -> int:
         print(bench_report.plan_table(prepared[0].get("plan_options", [])))
         if prepared[0].get("plan_threads"):
             print(bench_report.plan_threads(prepared[0]["plan_threads"]))
+        for line in bench_report.faster_over_budget_lines(_faster_over_budget(prepared)):
+            print(line)
         print()
     for line in (*notes, *recommendation.lines):
         print(line)
     return 0
+
+
+def _faster_over_budget(prepared: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """bench_report.faster_over_budget for the plan of the first prepared voice."""
+    from yomiage.cli import bench_report
+
+    if not prepared or "plan_budget_mb" not in prepared[0]:
+        return []
+    plan = prepared[0]
+    return bench_report.faster_over_budget(plan.get("plan_options", []), plan["plan_budget_mb"])
 
 
 def _measure(job: BenchJob, tag: str) -> list[Row]:

@@ -171,6 +171,45 @@ def plan_table(options: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+# A plan over the budget is worth pointing out when it decodes at least this much faster.
+FASTER_WORTH = 1.1
+
+
+def faster_over_budget(options: list[dict[str, Any]], budget_mb: int) -> list[dict[str, Any]]:
+    """What a larger ``--memory-budget`` would buy, from the options the plan was chosen
+    among (the chosen first): the cheapest faster option and the fastest, each with the
+    budget that admits it. A budget is a trade the user makes on purpose (a machine with
+    AMX decodes bfloat16 several times faster, for hundreds of MB more), so bench says
+    what the trade is rather than leaving it in the table."""
+    if not options:
+        return []
+    chosen = options[0]["predicted_decode_s"]
+    faster = [
+        o for o in options[1:]
+        if o["peak_mb"] > budget_mb and o["predicted_decode_s"] * FASTER_WORTH <= chosen
+    ]  # fmt: skip
+    if not faster:
+        return []
+    picks = [min(faster, key=lambda o: (o["peak_mb"], o["predicted_decode_s"]))]
+    fastest = min(faster, key=lambda o: (o["predicted_decode_s"], o["peak_mb"]))
+    if fastest is not picks[0]:
+        picks.append(fastest)
+    return [
+        {"memory_budget_mb": -(-o["peak_mb"] // 10) * 10, "decoder": o["decoder"],
+         "decoding_speedup": round(chosen / o["predicted_decode_s"], 2), "peak_mb": o["peak_mb"]}
+        for o in picks
+    ]  # fmt: skip
+
+
+def faster_over_budget_lines(offers: list[dict[str, Any]]) -> list[str]:
+    """:func:`faster_over_budget`'s offers as lines under the plan's table."""
+    return [
+        f"  a larger budget decodes faster: --memory-budget {o['memory_budget_mb']} runs "
+        f"{o['decoder']} ({o['decoding_speedup']:.1f}x the decoding speed, ~{o['peak_mb']} MB peak)"
+        for o in offers
+    ]
+
+
 def plan_threads(measured: list[list[float]]) -> str:
     """The thread counts the plan chose among, as one line."""
     counts = ", ".join(f"{int(count)}: {ms:.0f} ms" for count, ms in measured)

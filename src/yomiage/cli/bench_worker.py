@@ -90,7 +90,8 @@ def plan_event(speaker: Speaker) -> dict[str, Any]:
         for o in plan.options
     ]  # fmt: skip
     threads = [[count, ms] for count, ms in plan.threads_ms]
-    return {"plan": plan.describe(), "plan_options": options, "plan_threads": threads}
+    return {"plan": plan.describe(), "plan_options": options, "plan_threads": threads,
+            "plan_budget_mb": plan.budget_mb}  # fmt: skip
 
 
 def _first_audio(speaker: Speaker, text: str, options: SynthesisOptions) -> float:

@@ -52,8 +52,12 @@ REFERENCE_SENTENCE_FRAMES = (40, 120, 250, 450, 700, 1000)
 # Decoder windows an option may grow to; the first window stays small for first audio.
 WINDOW_CHOICES = (128, 256, 512)
 # OpenVINO keeps every length it has seen (~100-300 MB at 542 frames) and gains little
-# past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256.
-OPENVINO_WINDOW_CHOICES = (128, 256)
+# past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256. They
+# start at 32-frame windows (62 padded, the first window's length, measured anyway):
+# with AMX the time per frame hardly depends on the length while the memory does
+# (Xeon, 2 threads: 65 ms and +226 MB at 62 frames, 290 ms and +961 MB at 286), so
+# small windows keep most of bfloat16's speed for a quarter of its memory.
+OPENVINO_WINDOW_CHOICES = (32, 64, 128, 256)
 # A stream's first decoder window, largest first. Its call waits before any audio, and
 # it has no frames before it, so it is padded on one side only. Measured on an AVX2-only
 # Zen 3 (ONNX Runtime f32, 2 threads): 32 frames (47 padded) 280-320 ms, 16 (31) ~200 ms,
@@ -92,10 +96,10 @@ class DecoderChoice:
         return f"{self.engine}-{self.precision}-{self.first_window_frames}-{self.window_frames}"
 
     def __str__(self) -> str:
-        return (
-            f"{self.engine} {self.precision}, windows {self.first_window_frames}-"
-            f"{self.window_frames} frames"
-        )
+        first = min(self.first_window_frames, self.window_frames)
+        if first == self.window_frames:
+            return f"{self.engine} {self.precision}, windows of {first} frames"
+        return f"{self.engine} {self.precision}, windows {first}-{self.window_frames} frames"
 
 
 @dataclass(frozen=True)
