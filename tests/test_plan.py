@@ -80,7 +80,8 @@ def test_a_tighter_budget_takes_fewer_window_lengths_before_another_engine() -> 
 
 # The decoder as measured on an Intel Xeon with AMX (2 threads; the plan file of the
 # H200 machine's host, RESULTS.md "Issue 32, fourth pass"): bfloat16 costs about the
-# same per frame at every length, but memory grows steeply with the length.
+# same per frame at every length, but memory grows steeply with the length. (Measured
+# before format 4: OpenVINO's memory then left out loading OpenVINO itself, ~36 MB.)
 AMX_ORT = EngineTimings("onnxruntime", "f32",
                         {23: 110.3, 31: 117.8, 47: 269.6, 62: 206.0, 94: 318.1, 158: 528.5,
                          286: 1038.1, 542: 2027.7},

@@ -41,3 +41,21 @@ def thread_choices() -> tuple[int, ...]:
     thread speeds the convolutions up or only contends for the same units depends on
     the CPU (and on what a cloud VM calls a vCPU), so it is measured, not assumed."""
     return tuple(sorted({physical_cores(), logical_cpus()}))
+
+
+def cpu_flags() -> frozenset[str] | None:
+    """The first CPU's feature flags from Linux's ``/proc/cpuinfo`` (``flags``, or an Arm
+    board's ``Features``); None where there is no such file."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(errors="replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() in ("flags", "Features"):
+            return frozenset(value.split())
+    return frozenset()
+
+
+# Where OpenVINO's CPU plugin computes bfloat16 natively (and so defaults to it).
+BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16"})

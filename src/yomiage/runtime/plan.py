@@ -55,7 +55,8 @@ WINDOW_CHOICES = (128, 256, 512)
 # past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256. They
 # start at 32-frame windows (62 padded, the first window's length, measured anyway):
 # with AMX the time per frame hardly depends on the length while the memory does
-# (Xeon, 2 threads: 65 ms and +226 MB at 62 frames, 290 ms and +961 MB at 286), so
+# (Xeon, 2 threads: 65 ms and +226 MB at 62 frames, 290 ms and +961 MB at 286, OpenVINO
+# itself not counted), so
 # small windows keep most of bfloat16's speed for a quarter of its memory.
 OPENVINO_WINDOW_CHOICES = (32, 64, 128, 256)
 # A stream's first decoder window, largest first. Its call waits before any audio, and
