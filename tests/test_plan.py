@@ -451,3 +451,73 @@ def test_the_measuring_processes_measure_every_length_and_thread_count() -> None
     assert all(ms > 0 for ms in (*ort.call_ms.values(), *ort.threads_ms.values()))
     assert m.floor_mb > 0 and set(m.ort_peak_mb) == {16, 32}
     assert len(said) == 2  # one line per process
+
+
+def test_an_explicit_bf16_after_auto_measures_what_auto_did_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a CPU without native bfloat16, ``auto`` measures ONNX Runtime only; a later
+    ``decoder_precision="bf16"`` (same key) must not be judged on measurements that hold
+    no bfloat16 (it used to raise ValueError from deep inside): it measures again, all
+    of it, and ``auto`` then plans from that file without measuring."""
+    manifest = big_voice(tmp_path, monkeypatch)
+    monkeypatch.setattr(Sessions, "has_openvino", property(lambda self: True))
+    monkeypatch.setattr(Sessions, "native_bf16", property(lambda self: False))
+    first = CountingMeasure(measured(ORT))
+    auto = planner(tmp_path, first).plan_for(manifest)
+    assert auto.decoder.engine == "onnxruntime"
+    assert set(first.jobs[0].lengths) == {("onnxruntime", "f32")}
+    second = CountingMeasure(measured(ORT, FAST_HUNGRY))
+    asked = planner(tmp_path, second, decoder_precision="bf16").plan_for(manifest)
+    assert len(second.jobs) == 1 and ("openvino", "bf16") in second.jobs[0].lengths
+    assert asked.decoder.precision == "bf16" and asked.basis.startswith("measured on")
+    third = CountingMeasure(measured(ORT))
+    again = planner(tmp_path, third).plan_for(manifest)
+    assert third.jobs == [] and again.decoder.engine == "onnxruntime"
+
+
+def test_an_engine_that_could_not_be_measured_is_remembered_and_falls_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenVINO installed but unable to run the decoder: the measurement keeps ONNX
+    Runtime's timings and notes the failure, so an explicit bf16 takes the fallback (as
+    asked) every time without measuring every time."""
+    manifest = big_voice(tmp_path, monkeypatch)
+    monkeypatch.setattr(Sessions, "has_openvino", property(lambda self: True))
+    broken = replace(measured(ORT), unavailable=(("openvino", "bf16"),))
+    measure = CountingMeasure(broken)
+    plans = [planner(tmp_path, measure, decoder_precision="bf16").plan_for(manifest)
+             for _ in range(2)]  # fmt: skip
+    assert len(measure.jobs) == 1
+    for plan in plans:
+        assert plan.decoder == DecoderChoice("openvino", "bf16")
+        assert plan.basis.startswith("fallback: nothing measured could run")
+
+
+def test_measuring_leaves_out_an_engine_that_fails_but_not_the_reference(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A measuring process that fails on OpenVINO costs that option only; one that fails
+    on ONNX Runtime float32 (the reference) fails the measurement."""
+    import yomiage.runtime.plan_measure as plan_measure
+
+    def child(args: dict) -> dict:
+        if args["what"] == "floor":
+            return {"peak_mb": 600.0, "ort_peak_mb": {}}
+        if args["engine"] in failing:
+            raise MeasureError(f"{args['engine']} refused the decoder")
+        return {"call_ms": {"62": 10.0}, "memory_mb": {"62": 5.0}, "threads_ms": {}}
+
+    monkeypatch.setattr(plan_measure, "_child", child)
+    job = MeasureJob(decoder=Path("d.onnx"), bundle=Path("."), bert=Path("."), tokenizer=None,
+                     bert_precision="q8", threads=2,
+                     lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62,)},
+                     thread_choices=(2,), threads_length=62, ort_windows=(), context=CONTEXT,
+                     compiled_dir=None)  # fmt: skip
+    failing = {"openvino"}
+    m = measure(job, progress=lambda _: None)
+    assert [(e.engine, e.precision) for e in m.engines] == [("onnxruntime", "f32")]
+    assert m.unavailable == (("openvino", "bf16"),)
+    failing = {"onnxruntime"}
+    with pytest.raises(MeasureError, match="onnxruntime"):
+        measure(job, progress=lambda _: None)

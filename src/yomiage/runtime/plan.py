@@ -145,17 +145,26 @@ class Measurements:
     the decoder per engine; ``floor_mb``, the peak of everything else (BERT, the
     encoder and flow, their activations on a paragraph, the libraries); and
     ``ort_peak_mb``, the whole peak with the decoder on ONNX Runtime per window size
-    (its decoder shares the arena the other graphs use, so it is measured whole)."""
+    (its decoder shares the arena the other graphs use, so it is measured whole);
+    ``unavailable``, the engines and precisions tried that could not run here."""
 
     floor_mb: float
     engines: tuple[EngineTimings, ...]
     context: int  # the decoder's receptive field in frames (each window's padding)
     ort_peak_mb: Mapping[int, float] = field(default_factory=dict)
+    unavailable: tuple[tuple[str, str], ...] = ()
 
     def engine(self, engine: str, precision: str) -> EngineTimings | None:
         return next(
             (e for e in self.engines if e.engine == engine and e.precision == precision), None
         )
+
+    def covers(self, choices: Iterable[DecoderChoice]) -> bool:
+        """Whether every engine and precision of ``choices`` was measured or tried (a
+        plan measured under ``auto`` on a CPU without bfloat16 holds no bfloat16 timings
+        for an explicit ``bf16`` to be chosen from)."""
+        tried = {(e.engine, e.precision) for e in self.engines} | set(self.unavailable)
+        return all((c.engine, c.precision) in tried for c in choices)
 
 
 @dataclass(frozen=True)
@@ -329,8 +338,10 @@ def choose_plan(
     when given), :func:`choose_threads` picks among them."""
     judged = [o for o in (judge(c, measured, budget_mb, frames) for c in allowed) if o]
     reference = judge(DecoderChoice("onnxruntime", "f32"), measured, budget_mb, frames)
-    if not judged or reference is None:
+    if reference is None:
         raise ValueError("the measurements hold no ONNX Runtime float32 decoder to compare with")
+    if not judged:
+        raise ValueError("none of the choices allowed was measured")
     options = []
     for o in judged:
         slower = [

@@ -82,7 +82,7 @@ class MeasureJob:
 def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> Measurements:
     """The decoder on each engine and precision of ``job.lengths``, and the floor, each
     in a fresh process."""
-    timings = []
+    timings, unavailable = [], []
     steps = len(job.lengths) + 1
     for i, ((engine, precision), lengths) in enumerate(sorted(job.lengths.items()), 1):
         progress(f"measuring the decoder on {engine} {precision} ({i}/{steps}, once per CPU)")
@@ -95,6 +95,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
             # An engine that cannot run here (OpenVINO installed but broken, say) is
             # no option; the others still are.
             log.warning("%s %s left out of the plan: %s", engine, precision, exc)
+            unavailable.append((engine, precision))
             continue
         timings.append(
             EngineTimings(
@@ -108,7 +109,8 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
     progress(f"measuring the memory of the rest of the engine ({steps}/{steps})")
     raw = _child({"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)})
     ort_peaks = {int(w): float(mb) for w, mb in raw["ort_peak_mb"].items()}
-    return Measurements(float(raw["peak_mb"]), tuple(timings), job.context, ort_peaks)
+    return Measurements(float(raw["peak_mb"]), tuple(timings), job.context, ort_peaks,
+                        tuple(unavailable))  # fmt: skip
 
 
 def _plain(job: MeasureJob) -> dict[str, Any]:

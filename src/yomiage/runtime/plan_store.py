@@ -119,6 +119,7 @@ class PlanStore:
                 "floor_mb": measured.floor_mb,
                 "ort_peak_mb": {str(w): mb for w, mb in sorted(measured.ort_peak_mb.items())},
                 "context": measured.context,
+                "unavailable": [list(pair) for pair in measured.unavailable],
                 "engines": [
                     {
                         "engine": e.engine,
@@ -158,4 +159,6 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
             )
         )
     ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}
-    return Measurements(float(data["floor_mb"]), tuple(engines), int(data["context"]), ort_peaks)
+    unavailable = tuple((str(e), str(p)) for e, p in data.get("unavailable", []))
+    return Measurements(float(data["floor_mb"]), tuple(engines), int(data["context"]), ort_peaks,
+                        unavailable)  # fmt: skip

@@ -116,6 +116,8 @@ class Planner:
         key = self._key(manifest)
         with self._lock:
             kept = self.store.load(key)
+            if kept is not None and not kept[0].covers(allowed):
+                kept = None  # measured for other choices than these: measured again, all of them
             if kept is None:
                 try:
                     measured = self._measure_now(manifest, allowed)
@@ -125,15 +127,19 @@ class Planner:
                 kept = measured, time.strftime("%Y-%m-%d")
                 self.store.save(key, *kept)
         measured, when = kept
-        plan = choose_plan(
-            measured,
-            self.budget_mb,
-            threads=threads,
-            basis=f"measured on {key.cpu} ({when})",
-            allowed=allowed,
-            require_faster=requested == "auto",
-            thread_choices=self.sessions.thread_choices,
-        )
+        try:
+            plan = choose_plan(
+                measured,
+                self.budget_mb,
+                threads=threads,
+                basis=f"measured on {key.cpu} ({when})",
+                allowed=allowed,
+                require_faster=requested == "auto",
+                thread_choices=self.sessions.thread_choices,
+            )
+        except ValueError as exc:  # nothing asked for could run here
+            log.warning("no measured plan for %s (%s); using the fallback", manifest.name, exc)
+            return self._fallback(has_openvino, native, f"nothing measured could run ({exc})")
         log.info("plan for %s: %s", manifest.name, plan.describe())
         return plan
 
