@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.atomic import write_atomic
+from yomiage.runtime.cpu import cpu_flags
 from yomiage.runtime.placement import graph_bytes
 from yomiage.runtime.plan import EngineTimings, Measurements
 
@@ -72,7 +73,7 @@ def cpu_identity() -> tuple[str, tuple[str, ...]]:
         fields.setdefault(name.strip(), value.strip())
     parts = [fields.get(k, "") for k in ("model name", "cpu family", "model", "stepping")]
     model = " / ".join(p for p in parts if p) or platform.machine()
-    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    flags = cpu_flags() or frozenset()
     return model, tuple(f for f in _FLAGS if f in flags)
 
 
