@@ -35,6 +35,22 @@ def test_unreadable_input_is_a_text_error(frontend: Frontend, text: str) -> None
         frontend.g2p(text)
 
 
+@pytest.mark.parametrize(("text", "named"), [("\ud800", "U+D800"), ("★\udfff", "U+DFFF")])
+def test_what_is_said_about_unwritable_input_can_be_written(
+    frontend: Frontend, text: str, named: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A lone surrogate or a control quoted raw in a log line or an error made the
+    line impossible to write as UTF-8 (a log handler's traceback; pytest-xdist lost
+    a worker on it): they are named by code point."""
+    with pytest.raises(TextError) as caught:
+        frontend.g2p(text)
+    str(caught.value).encode("utf-8")
+    for record in caplog.records:
+        record.getMessage().encode("utf-8")
+    assert named in str(caught.value)
+    assert caplog.records, "the skipped characters are logged too"
+
+
 @pytest.mark.parametrize(
     "text",
     ["안녕하세요 世界", "𠮷野家の𩸽", "α線とβ線", "ｶﾀｶﾅ", "Ⅲ章と①番", "東京\x00タワー"],

@@ -32,7 +32,7 @@ from yomiage.text.openjtalk import (
     check_reading,
     compile_user_dictionary,
 )
-from yomiage.text.punctuation import skipped_symbols
+from yomiage.text.punctuation import describe_symbol, skipped_symbols
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
 from yomiage.text.unreadable import reread, unread_runs, unreadable_error
 from yomiage.text.user_dict import SkippedEntry, UserDictionary
@@ -252,7 +252,7 @@ class Frontend:
         analysers = self._current()
         normalized = self._normalize(text, analysers)
         if not normalized.strip("!?…,.'-"):
-            skipped = "".join(f", skipped {ch} (U+{ord(ch):04X})" for ch in skipped_symbols(text))
+            skipped = "".join(f", skipped {describe_symbol(ch)}" for ch in skipped_symbols(text))
             raise TextError(f"nothing to read in {text[:40]!r}: no speakable characters{skipped}")
         phonemes = g2p(normalized, analysers.openjtalk)
         if self.reading == "sbv2":

@@ -18,7 +18,7 @@ from yomiage.text.enclosed import fold_before_nfkc
 from yomiage.text.english import EnglishReader
 from yomiage.text.iteration_marks import IterationMarks
 from yomiage.text.numbers import read_numbers
-from yomiage.text.punctuation import replace_punctuation, skipped_symbols
+from yomiage.text.punctuation import describe_symbol, replace_punctuation, skipped_symbols
 from yomiage.text.unreadable import read_dropped_kanji
 from yomiage.text.weekdays import read_weekdays
 
@@ -63,7 +63,7 @@ def normalize(
         text = read_dropped_kanji(text)
     skipped = skipped_symbols(text)
     if skipped:
-        named = ", ".join(f"{ch} (U+{ord(ch):04X})" for ch in skipped)
+        named = ", ".join(describe_symbol(ch) for ch in skipped)
         log.warning("skipped %s in %r: no rule reads them", named, written[:40])
     text = replace_punctuation(text)
     return _COMBINING_SOUND_MARKS_RE.sub("", text)

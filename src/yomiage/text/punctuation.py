@@ -70,6 +70,16 @@ def unreadable_characters(text: str) -> str:
 _UNSPOKEN_CATEGORIES = frozenset({"Zs", "Zl", "Zp", "Cc", "Cf", "Mn", "Me", "Sk"})
 
 
+def describe_symbol(ch: str) -> str:
+    """``★ (U+2605)`` for a message; a character that cannot be shown or written
+    (a lone surrogate, a control) by its code point alone, so a log line or an
+    error that quotes it can still be encoded as UTF-8."""
+    code = f"U+{ord(ch):04X}"
+    if ch.isprintable() and not 0xD800 <= ord(ch) <= 0xDFFF:
+        return f"{ch} ({code})"
+    return code
+
+
 def skipped_symbols(text: str) -> list[str]:
     """The characters :func:`replace_punctuation` would drop that a reader could miss
     (emoji, ★, #), each once, in order; spaces and the parts of an emoji sequence that

@@ -25,7 +25,7 @@ from types import MappingProxyType
 from yomiage.errors import TextError
 from yomiage.text.g2p import Phonemes
 from yomiage.text.openjtalk import OpenJTalk
-from yomiage.text.punctuation import unreadable_characters
+from yomiage.text.punctuation import describe_symbol, unreadable_characters
 
 MAX_PIECE = 8  # the longest piece of an unread run tried as one word
 SYMBOL_READING = "、"  # OpenJTalk's reading of anything it takes for a symbol
@@ -93,7 +93,7 @@ def unreadable_error(characters: Iterable[str], text: str, *, dropped: bool = Fa
     """``dropped``: the characters are outside OpenJTalk's character set, so a user
     dictionary cannot teach them either (normalization removes them first)."""
     chars = _unique(characters)
-    named = ", ".join(f"{ch} (U+{ord(ch):04X})" for ch in chars)
+    named = ", ".join(describe_symbol(ch) for ch in chars)
     them = "it" if len(chars) == 1 else "them"
     if dropped:
         how = f"OpenJTalk reads no character outside its set: write {them} in kana"
