@@ -116,13 +116,15 @@ def test_the_bundle_has_a_converted_voices_graphs_and_keeps_the_identity(bundle:
     assert manifest["aivm"]["sha256"].startswith("03d62c64")
     converted = json.loads((TEST_VOICES / "tiny" / "voice.json").read_text("utf-8"))
     for key in ("sampling_rate", "hop_length", "bert_dim", "inter_channels", "n_speakers",
-                "spk2id", "receptive_field_frames"):  # fmt: skip
+                "spk2id", "receptive_field_frames", "decoder_stages"):  # fmt: skip
         assert manifest[key] == converted[key], key
     for graph in ("encoder", "flow", "decoder"):
         ours = ort.InferenceSession(str(bundle / f"{graph}.onnx"))
         theirs = ort.InferenceSession(str(TEST_VOICES / "tiny" / f"{graph}.onnx"))
         assert [i.name for i in ours.get_inputs()] == [i.name for i in theirs.get_inputs()]
         assert [o.name for o in ours.get_outputs()] == [o.name for o in theirs.get_outputs()]
+        overridable = [i.name for i in ours.get_overridable_initializers()]
+        assert overridable == [i.name for i in theirs.get_overridable_initializers()]
 
 
 def test_cut_graphs_reproduce_the_reference_audio(bundle: Path) -> None:

@@ -59,6 +59,7 @@ def write_bundle(
     from yomiage.runtime.telemetry import engines_without_telemetry
 
     with engines_without_telemetry():  # optimize imports ONNX Runtime
+        from yomiage.export.decoder_trims import add_stage_trims
         from yomiage.export.optimize import optimize_graph
 
     check_replaceable(out_dir, "voice.json", AivmxError)
@@ -66,6 +67,7 @@ def write_bundle(
     progress(f"cutting {voice.path.name} into encoder, flow and decoder")
     with _graph_errors(voice.path):
         parts = split_graphs(voice.model)
+        add_stage_trims(parts["decoder"])
     with staged(out_dir) as work:
         raw = work / "raw"
         raw.mkdir()
@@ -150,6 +152,8 @@ def _parity(voice: AivmxFile, folder: Path) -> float:
     with engines_without_telemetry():
         import onnxruntime as ort
 
+        from yomiage.runtime.onnx_session import quiet_options
+
     rng = np.random.default_rng(0)
     t = PROBE_TOKENS
     speaker = voice.speakers[0]
@@ -174,7 +178,9 @@ def _parity(voice: AivmxFile, folder: Path) -> float:
     del whole
 
     def session(name: str) -> Any:
-        return ort.InferenceSession(str(folder / f"{name}.onnx"), providers=providers)
+        return ort.InferenceSession(
+            str(folder / f"{name}.onnx"), quiet_options(), providers=providers
+        )
 
     m_p, _, g, durations = session("encoder").run(None, {
         "phone_ids": ids, "tone_ids": tones, "language_ids": language, "bert": bert,

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from yomiage.errors import YomiageError
+from yomiage.export.decoder_trims import add_stage_trims_to_file
 from yomiage.export.graphs import export_graphs
 from yomiage.export.optimize import optimize_graph
 from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
@@ -30,6 +31,7 @@ from yomiage.model import TorchVoice, load_voice
 from yomiage.model.loader import voice_files
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
+from yomiage.runtime.onnx_session import quiet_options
 from yomiage.runtime.telemetry import engines_without_telemetry
 
 # ONNX Runtime decides about its telemetry when first imported (see that module): here,
@@ -108,7 +110,7 @@ def _probe(voice: TorchVoice, folder: Path) -> Parity:
         "length_scale": np.array([1.0], dtype=np.float32),
     }
     z_p = rng.standard_normal((1, hp.inter_channels, PROBE_FRAMES)).astype(np.float32)
-    sessions = {g: ort.InferenceSession(str(folder / f"{g}.onnx")) for g in GRAPHS}
+    sessions = {g: ort.InferenceSession(str(folder / f"{g}.onnx"), quiet_options()) for g in GRAPHS}
     m_p, logs_p, g, durations = sessions["encoder"].run(None, feeds)
     z = sessions["flow"].run(None, {"z_p": z_p, "g": g})[0]
     audio = sessions["decoder"].run(None, {"z": z, "g": g})[0]
@@ -157,6 +159,8 @@ def convert_voice(
         raw = work / "raw"
         progress("exporting the encoder, flow and decoder to ONNX")
         for name, path in export_graphs(voice.model, raw).items():
+            if name == "decoder":
+                add_stage_trims_to_file(path)
             progress(f"optimizing {name}.onnx")
             optimize_graph(path, work / f"{name}.onnx")
         np.save(work / "style_vectors.npy", voice.styles.vectors)

@@ -174,8 +174,12 @@ def int8_error(
     with engines_without_telemetry():  # ONNX Runtime decides at its start
         import onnxruntime as ort
 
+        from yomiage.runtime.onnx_session import quiet_options
+
     def run(path: Path) -> npt.NDArray[np.float32]:
-        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        session = ort.InferenceSession(
+            str(path), quiet_options(), providers=["CPUExecutionProvider"]
+        )
         pieces = []
         for w in windows(sample.z.shape[2], WINDOW_FRAMES, receptive_field, WINDOW_FRAMES):
             feeds = {"z": np.ascontiguousarray(sample.z[:, :, w.pad_start : w.pad_stop]),

@@ -16,6 +16,8 @@ from yomiage.runtime.telemetry import engines_without_telemetry
 with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
     import onnxruntime as ort
 
+    from yomiage.runtime.onnx_session import quiet_options
+
 MIN_EXTERNAL_BYTES = 1024
 
 
@@ -30,7 +32,7 @@ def optimize_graph(source: Path, target: Path, *, basic: bool = False) -> Path:
     """
     if source.resolve() == target.resolve():
         raise ValueError("optimize into a new file")
-    options = ort.SessionOptions()
+    options = quiet_options()
     options.graph_optimization_level = (
         ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
         if basic

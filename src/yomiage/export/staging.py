@@ -20,6 +20,7 @@ from typing import Any
 from yomiage.errors import YomiageError
 from yomiage.runtime.bundle import FORMAT, FORMAT_VERSION, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
+from yomiage.runtime.stage_trims import StageTrims
 from yomiage.sbv2.config import VoiceConfig
 
 
@@ -61,6 +62,7 @@ def write_voice_manifest(
     """``voice.json`` for the graphs already in ``work`` (their sha256 listed); ``extra``:
     what this kind of conversion records (its parity check, its source's identity)."""
     files = {p.name: sha256_file(p) for p in sorted(work.iterdir())}
+    trims = StageTrims.of_model(config.model)  # the decoder has them: decoder_trims
     manifest = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -75,6 +77,7 @@ def write_voice_manifest(
         "spk2id": dict(spk2id),
         "style2id": dict(style2id),
         "receptive_field_frames": receptive_field_frames(config.model),
+        "decoder_stages": {"rates": list(trims.rates), "margins": list(trims.margins)},
         **extra,
         "files": files,
     }

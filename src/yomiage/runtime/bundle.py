@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.errors import ModelLoadError
+from yomiage.runtime.stage_trims import StageTrims
 
 FORMAT = "yomiage-voice"
 FORMAT_VERSION = 1
@@ -48,6 +49,9 @@ class VoiceManifest:
     files: Mapping[str, str]
     decoder_int8: Mapping[str, float] | None = None  # its error vs float32, when present
     aivm: Mapping[str, Any] | None = None  # the AIVM identity of a bundle cut from an AIVMX file
+    # where the decoder may drop context between stages (runtime.stage_trims); None in
+    # bundles converted before it could
+    stage_trims: StageTrims | None = None
 
     def file(self, name: str) -> Path:
         return self.path / name
@@ -126,4 +130,20 @@ def read_manifest(folder: Path) -> VoiceManifest:
         if isinstance(data.get("decoder_int8"), dict)
         else None,
         aivm=data.get("aivm") if isinstance(data.get("aivm"), dict) else None,
+        stage_trims=_stage_trims(data, path),
     )
+
+
+def _stage_trims(data: Mapping[str, Any], path: Path) -> StageTrims | None:
+    """``decoder_stages`` as trims; a bundle written with wrong ones would decode wrong
+    audio, so a malformed entry refuses the bundle rather than being ignored."""
+    stages = data.get("decoder_stages")
+    if stages is None:
+        return None
+    try:
+        rates, margins = stages["rates"], stages["margins"]
+        if not all(type(v) is int for v in (*rates, *margins)) or len(rates) > 16:
+            raise ValueError("rates and margins must be lists of integers")
+        return StageTrims(tuple(rates), tuple(margins), data["hop_length"])
+    except (TypeError, KeyError, ValueError) as exc:
+        raise ModelLoadError(f"{path}: 'decoder_stages' is not valid ({exc})") from None

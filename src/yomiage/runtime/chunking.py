@@ -64,22 +64,30 @@ def _resblock_reach(hp: ModelHyperparameters) -> int:
     return reach
 
 
-def receptive_field_frames(hp: ModelHyperparameters) -> int:
-    """Latent frames on each side that can influence a frame's samples.
+def upsampler_margins(hp: ModelHyperparameters) -> tuple[int, ...]:
+    """Samples on each side of a region, at the input of each upsampler (the
+    transposed convolutions, first to last), that can influence its final samples.
 
     Walks the generator backwards: the reach in samples at each stage's rate
     grows by the resblocks' reach, and a transposed conv of stride r and
     kernel k maps a reach of n output samples to ceil((n + k) / r) inputs.
-    Rounded up, so it is an upper bound; tests check exactness of the output.
+    Rounded up, so each is an upper bound; tests check exactness of the output.
     """
     reach = (_CONV_POST_KERNEL - 1) // 2
     block = _resblock_reach(hp)
+    margins = []
     for rate, kernel in reversed(
         list(zip(hp.upsample_rates, hp.upsample_kernel_sizes, strict=True))
     ):
         reach += block
         reach = math.ceil((reach + kernel) / rate)
-    return reach + (_CONV_PRE_KERNEL - 1) // 2
+        margins.append(reach)
+    return tuple(reversed(margins))
+
+
+def receptive_field_frames(hp: ModelHyperparameters) -> int:
+    """Latent frames on each side that can influence a frame's samples (an upper bound)."""
+    return upsampler_margins(hp)[0] + (_CONV_PRE_KERNEL - 1) // 2
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,17 @@ def shared_cpu_arena() -> bool:
     return True
 
 
+def quiet_options() -> ort.SessionOptions:
+    """Session options that keep ONNX Runtime's load-time warnings (not its errors) out
+    of the user's terminal. A bundle's decoder raises one at every load: its trim
+    input has a default (:mod:`yomiage.runtime.stage_trims`), which ONNX Runtime
+    warns "may prevent some of the graph optimizations" (it is meant not to be
+    folded)."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # errors and worse
+    return options
+
+
 def session_options(threads: int | None) -> ort.SessionOptions:
     """Options shared by every session.
 
@@ -66,7 +77,7 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     request 0.41-0.42 -> 0.33 s; with the bf16 decoder 0.30 -> 0.25 s, and a
     two-sentence text 1.15 -> 1.04 s (benchmarks/RESULTS.md, issue 24).
     """
-    options = ort.SessionOptions()
+    options = quiet_options()
     options.intra_op_num_threads = threads or physical_cores()
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL

@@ -35,6 +35,7 @@ from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
 from yomiage.runtime.plan import Plan
 from yomiage.runtime.sessions import Sessions
+from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
@@ -172,6 +173,13 @@ class BundleVoice:
             self.decoder.run({"z": z, "g": g})
         release_free_memory()
 
+    def _stage_trims(self) -> StageTrims | None:
+        """The trims the decoder takes: where its graph has them, on an engine that does
+        not keep a kernel per shape (:mod:`yomiage.runtime.stage_trims`)."""
+        if self.decoder.few_shapes or TRIM_INPUT not in self.decoder.input_names:
+            return None
+        return self.manifest.stage_trims
+
     def _encode(
         self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
     ) -> tuple[npt.NDArray[np.int64], Any]:
@@ -226,6 +234,7 @@ class BundleVoice:
             plan = fixed_windows(z.shape[2], w.window_frames, context, first, start=step)
         else:
             plan = ((window, 0) for window in windows(z.shape[2], w.window_frames, context, step))
+        trims = self._stage_trims()
         try:
             for window, zeros in plan:
                 while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
@@ -236,8 +245,15 @@ class BundleVoice:
                 padded = z[:, :, window.pad_start : window.pad_stop]
                 if zeros:
                     padded = np.pad(padded, ((0, 0), (0, 0), (0, zeros)))
-                audio = self.decoder.run({"z": padded, "g": g})[0]
-                yield np.ascontiguousarray(audio[0, 0, window.crop(hop)])
+                feeds = {"z": padded, "g": g}
+                lost = 0  # samples the trims left out before the window's own
+                if trims is not None:
+                    feeds[TRIM_INPUT], lost, _ = trims.amounts(
+                        window.start - window.pad_start, window.pad_stop - window.stop
+                    )
+                audio = self.decoder.run(feeds)[0]
+                crop = window.crop(hop)
+                yield np.ascontiguousarray(audio[0, 0, crop.start - lost : crop.stop - lost])
         finally:
             release_free_memory()
 

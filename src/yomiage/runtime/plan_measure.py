@@ -168,8 +168,11 @@ def _memory_mb() -> tuple[float, float]:
 def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
+    from yomiage.runtime.bundle import read_manifest
     from yomiage.runtime.placement import Placement
+    from yomiage.runtime.plan import first_call_lengths
     from yomiage.runtime.sessions import Sessions
+    from yomiage.runtime.stage_trims import TRIM_INPUT
 
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
     openvino = args["engine"] == "openvino"
@@ -187,10 +190,18 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(z_dim, int) or not isinstance(g_dim, int):
         raise MeasureError("the decoder's channel counts are not fixed")
     g = rng.standard_normal((1, g_dim, 1), dtype=np.float32)
+    # Trimmed as a request's windows are: a first window has context on its right only.
+    trims = None
+    if not session.few_shapes and TRIM_INPUT in session.input_names:
+        trims = read_manifest(Path(args["decoder"]).parent).stage_trims
+    context, firsts = args["context"], set(first_call_lengths(args["context"]))
 
     def feeds(length: int) -> dict[str, Any]:
         z = rng.standard_normal((1, z_dim, length), dtype=np.float32) * np.float32(0.5)
-        return {"z": z, "g": g}
+        out = {"z": z, "g": g}
+        if trims is not None:
+            out[TRIM_INPUT] = trims.amounts(0 if length in firsts else context, context)[0]
+        return out
 
     call_ms, memory_mb = {}, {}
     for length in sorted(args["lengths"]):
@@ -232,6 +243,10 @@ class _SilentDecoder:
     def __init__(self, real: Any, hop: int) -> None:
         self._real = real
         self._hop = hop
+
+    @property
+    def input_names(self) -> frozenset[str]:
+        return frozenset({"z", "g"})  # no trims: its silence is the whole window's
 
     def input_shape(self, name: str) -> Any:
         return self._real.input_shape(name)

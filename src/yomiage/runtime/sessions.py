@@ -70,7 +70,9 @@ class OrtGraph:
 
     def __init__(self, path: Path, options: ort.SessionOptions) -> None:
         self.session = load_session(path, options)
-        self._inputs = input_names(self.session)
+        # with the initializers a caller may override (the decoder's trims)
+        overridable = {i.name for i in self.session.get_overridable_initializers()}
+        self._inputs = input_names(self.session) | overridable
 
     @property
     def input_names(self) -> frozenset[str]:
