@@ -41,9 +41,12 @@ def add_stage_trims(model: Any) -> int:
     flat = "/trim/flat"
     nodes = [helper.make_node("Reshape", [TRIM_INPUT, const("/trim/flat_shape", [-1])], [flat])]
     time_axis = const("/trim/axis", [2])
+    seen = 0  # upsamplers met so far, in graph order
     for node in graph.node:
-        if node.op_type == "ConvTranspose" and node is not upsamplers[0]:
-            i = upsamplers.index(node) - 1
+        if node.op_type == "ConvTranspose":
+            seen += 1
+        if node.op_type == "ConvTranspose" and seen > 1:
+            i = seen - 2  # this upsampler's row of trim
             p = f"/trim/{i}/"
             x = node.input[0]
             nodes += [

@@ -99,9 +99,11 @@ class Window:
     pad_start: int
     pad_stop: int
 
-    def crop(self, hop: int) -> slice:
-        """Samples of the padded span's audio that belong to ``[start, stop)``."""
-        return slice((self.start - self.pad_start) * hop, (self.stop - self.pad_start) * hop)
+    def crop(self, hop: int, lost: int = 0) -> slice:
+        """Samples of the padded span's audio that belong to ``[start, stop)``; ``lost``:
+        samples the decoder left out of the span's start (its stage trims)."""
+        first = (self.start - self.pad_start) * hop - lost
+        return slice(first, first + (self.stop - self.start) * hop)
 
 
 def windows(n_frames: int, size: int, context: int, first: int | None = None) -> Iterator[Window]:

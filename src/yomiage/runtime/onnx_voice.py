@@ -252,8 +252,7 @@ class BundleVoice:
                         window.start - window.pad_start, window.pad_stop - window.stop
                     )
                 audio = self.decoder.run(feeds)[0]
-                crop = window.crop(hop)
-                yield np.ascontiguousarray(audio[0, 0, crop.start - lost : crop.stop - lost])
+                yield np.ascontiguousarray(audio[0, 0, window.crop(hop, lost)])
         finally:
             release_free_memory()
 
