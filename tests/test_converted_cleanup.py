@@ -4,11 +4,16 @@ conversion under way keeps its own."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
 
 from tests.aivm_files import AIVMX
-from yomiage.artifacts import aivmx_key, aivmx_once
+from yomiage.artifacts import aivmx_cuts, aivmx_key, aivmx_once
+from yomiage.errors import CacheError
 from yomiage.runtime.bundle import sha256_file
 from yomiage.sources.cache import Cache
 
@@ -63,3 +68,72 @@ def test_remove_converted_takes_a_bundle_out_whole(tmp_path: Path) -> None:
     assert cache.remove_converted("aivmx-eeee-v1") is True
     assert list((tmp_path / "converted").iterdir()) == []
     assert cache.remove_converted("aivmx-eeee-v1") is False
+
+
+def _earlier_cut(cache: Cache, sha256: str) -> Path:
+    """A cut as yomiage before the stage trims kept it: ``aivmx-<sha>-v1``, no ``-cut``."""
+    folder = cache.converted_dir(f"aivmx-{sha256[:32]}-v1")
+    folder.mkdir(parents=True)
+    (folder / "voice.json").write_text('{"format": "earlier"}')
+    return folder
+
+
+def test_a_voice_cut_by_an_earlier_version_is_cut_again_and_the_old_cut_goes(
+    tmp_path: Path,
+) -> None:
+    """Cuts are cached by the file's hash: without a cut number in the key, a voice cut
+    before the stage trims would decode whole windows for as long as the file is kept."""
+    voice = tmp_path / "voice.aivmx"
+    shutil.copy(AIVMX, voice)
+    cache = Cache.at(tmp_path / "cache")
+    old = _earlier_cut(cache, sha256_file(voice))
+    another_files = _earlier_cut(cache, "f" * 64)
+    bundle = aivmx_once(voice, cache)
+    assert bundle.name == aivmx_key(sha256_file(voice)) != old.name
+    assert "decoder_stages" in json.loads((bundle / "voice.json").read_text())
+    assert not old.exists()
+    assert another_files.exists()
+    assert aivmx_cuts(sha256_file(voice), cache) == [bundle.name]
+
+
+@pytest.mark.parametrize(
+    ("error", "raised"),
+    [(RuntimeError("unexpected"), RuntimeError), (OSError(28, "No space left"), CacheError)],
+)
+def test_a_cut_that_fails_midway_leaves_the_earlier_cut_and_nothing_else(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, error: Exception, raised: type
+) -> None:
+    voice = tmp_path / "voice.aivmx"
+    shutil.copy(AIVMX, voice)
+    cache = Cache.at(tmp_path / "cache")
+    old = _earlier_cut(cache, sha256_file(voice))
+    from yomiage.aivmx import bundle as aivmx_bundle
+
+    real = aivmx_bundle.write_bundle
+
+    def fails_after_writing(*args: object, **kwargs: object) -> object:
+        real(*args, **kwargs)  # type: ignore[arg-type]
+        raise error
+
+    monkeypatch.setattr(aivmx_bundle, "write_bundle", fails_after_writing)
+    with pytest.raises(raised):
+        aivmx_once(voice, cache)
+    assert sorted(p.name for p in (cache.root / "converted").iterdir()) == [old.name]
+    assert json.loads((old / "voice.json").read_text()) == {"format": "earlier"}
+
+
+def test_forgetting_a_file_removes_its_cuts_by_every_version(tmp_path: Path) -> None:
+    """An uninstall after an upgrade: the file's cut by this version and by an earlier one."""
+    from yomiage.server.voicevox.aivm_bundles import Content, ConvertedBundles
+
+    cache = Cache.at(tmp_path)
+    sha = "a" * 64
+    old = _earlier_cut(cache, sha)
+    current = cache.converted_dir(aivmx_key(sha))
+    current.mkdir()
+    kept = _earlier_cut(cache, "b" * 64)
+    nothing_installed = SimpleNamespace(installed=dict)
+    bundles = ConvertedBundles(cache, nothing_installed, dict)  # type: ignore[arg-type]
+    assert bundles.forget(Content(sha, 1)) is True
+    assert not old.exists() and not current.exists() and kept.exists()
+    assert bundles.forget(Content(sha, 1)) is False

@@ -292,7 +292,8 @@ def aivmx_file(path: Path, name: str) -> Path | None:
 
 def aivmx_once(path: Path, cache: Cache) -> Path:
     """The bundle of an AIVMX file in the cache, cut once (no torch needed), under a key of
-    the file's sha256 and the bundle format."""
+    the file's sha256, the bundle format and :data:`AIVMX_CUT`. Making it removes the
+    file's cuts by earlier versions, which would only cost disk from then on."""
     from yomiage.aivmx.bundle import write_bundle
     from yomiage.aivmx.reader import read_aivmx
     from yomiage.runtime.integrity import file_sha256
@@ -305,13 +306,47 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
     def convert(source: Path, out: Path) -> object:
         return write_bundle(read_aivmx(source), out, sha256=sha256, progress=log.info)
 
-    return _made_once(target, path, "voice.json", convert, cache)
+    made = _made_once(target, path, "voice.json", convert, cache)
+    for key in aivmx_cuts(sha256, cache):
+        if key != made.name:
+            _remove_quietly(cache, key, f"the earlier cut of {path.name}")
+    return made
+
+
+AIVMX_CUT = 2
+"""What an AIVMX cut writes, counted; part of its cache key. 2: the decoder drops a
+window's padding between stages (``decoder_stages``). Raising it cuts each file again on
+its next load, so cached voices get what a new cut has."""
 
 
 def aivmx_key(sha256: str) -> str:
     """The cache key of the bundle cut from the AIVMX file of this sha256 (its folder
     under ``converted/``; :meth:`Cache.remove_converted` takes it)."""
-    return f"aivmx-{sha256[:32]}-v{FORMAT_VERSION}"
+    return f"{_aivmx_prefix(sha256)}v{FORMAT_VERSION}-cut{AIVMX_CUT}"
+
+
+def aivmx_cuts(sha256: str, cache: Cache) -> list[str]:
+    """The keys of every cut of this file in ``cache``: this version's and those of
+    earlier ones (whose keys had no ``-cut`` part)."""
+    prefix = _aivmx_prefix(sha256)
+    try:
+        found = (cache.root / "converted").iterdir()
+        return sorted(p.name for p in found if p.name.startswith(prefix) and p.is_dir())
+    except OSError:  # no converted/ yet, or unreadable: nothing cut
+        return []
+
+
+def _aivmx_prefix(sha256: str) -> str:
+    return f"aivmx-{sha256[:32]}-"
+
+
+def _remove_quietly(cache: Cache, key: str, what: str) -> None:
+    """Remove a converted bundle nobody needs; failing costs disk, not the request."""
+    try:
+        if cache.remove_converted(key):
+            log.info("removed %s (%s)", what, key)
+    except (OSError, YomiageError) as exc:
+        log.warning("could not remove %s (%s): %s", what, key, exc)
 
 
 def _made_once(

@@ -1,7 +1,7 @@
 """The bundles installed voices run from, and removing the one a change leaves unused.
 
 An installed AIVMX voice runs from the bundle cut from it into the engine's
-cache (``converted/aivmx-<sha256>-v<format>``, :func:`yomiage.artifacts.aivmx_once`),
+cache (``converted/aivmx-<sha256>-v<format>-cut<n>``, :func:`yomiage.artifacts.aivmx_once`),
 keyed by the file's content. Uninstalling the voice, or replacing its file (an
 update, a re-install), left that bundle in the cache for good: as large as the
 voice, every time. :class:`ConvertedBundles` removes it once the change is done,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from yomiage.aivmx.metadata import read_metadata, strict_json
 from yomiage.aivmx.store import ModelStore
-from yomiage.artifacts import aivmx_key
+from yomiage.artifacts import aivmx_cuts
 from yomiage.errors import YomiageError
 from yomiage.runtime.integrity import file_sha256
 from yomiage.server.engine.service import VoiceCard
@@ -82,11 +82,12 @@ class ConvertedBundles:
         done, and a bundle left behind costs disk, not correctness."""
         if content is None or self._in_use(content):
             return False
-        try:
-            removed = self.cache.remove_converted(aivmx_key(content.sha256))
-        except (OSError, YomiageError) as exc:
-            log.warning("could not remove the converted bundle of %s: %s", content.sha256, exc)
-            return False
+        removed = False
+        for key in aivmx_cuts(content.sha256, self.cache):  # an earlier version's cut too
+            try:
+                removed = self.cache.remove_converted(key) or removed
+            except (OSError, YomiageError) as exc:
+                log.warning("could not remove the converted bundle %s: %s", key, exc)
         if removed:
             log.info("removed the converted bundle of %s: no voice uses it now", content.sha256)
         return removed
