@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -86,3 +87,12 @@ def crash_at_start(log: str) -> CrashingService:
     ctypes.string_at(0)
     os.kill(os.getpid(), signal.SIGSEGV)
     raise AssertionError("unreachable")
+
+
+def wait_until_restarted(worker: Any, pid: int | None, timeout: float = 120.0) -> None:
+    """Until ``worker`` (a WorkerService) has a ready child other than ``pid`` (a hang
+    guard, not a timing check)."""
+    end = time.monotonic() + timeout
+    while not (worker.available and worker.pid not in (None, pid)):
+        assert time.monotonic() < end, "the worker did not restart"
+        time.sleep(0.05)

@@ -9,7 +9,6 @@ import os
 import shutil
 import signal
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -259,14 +258,6 @@ def test_a_change_that_kills_the_worker_is_dropped() -> None:
 # -- the supervised worker --------------------------------------------------------------
 
 
-def _restarted(worker: WorkerService, pid: int | None, timeout: float = 120.0) -> None:
-    """Until a child other than ``pid`` is ready (a hang guard, not a timing check)."""
-    end = time.monotonic() + timeout
-    while not (worker.available and worker.pid not in (None, pid)):
-        assert time.monotonic() < end, "the worker did not restart"
-        time.sleep(0.05)
-
-
 @pytest.mark.server
 def test_worker_loads_and_unloads_and_a_restart_keeps_them(
     test_voice: Path, tmp_path: Path
@@ -295,7 +286,7 @@ def test_worker_loads_and_unloads_and_a_restart_keeps_them(
         pid, restarts = worker.pid, worker.restarts
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        _restarted(worker, pid)
+        crashing_service.wait_until_restarted(worker, pid)
         assert worker.restarts == restarts + 1
         assert sorted(worker.voices) == ["second"]  # "tiny" stays unloaded, "second" is back
         assert worker.read("second", "こんにちは。", SynthesisOptions())
@@ -306,7 +297,7 @@ def test_worker_loads_and_unloads_and_a_restart_keeps_them(
         pid = worker.pid
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        _restarted(worker, pid)
+        crashing_service.wait_until_restarted(worker, pid)
         assert sorted(worker.voices) == ["second", "tiny"]
     finally:
         worker.close()

@@ -56,13 +56,6 @@ def test_a_journal_that_cannot_be_written_never_stops_a_load(tmp_path: Path) -> 
     assert not journal.crashed(tmp_path / "v.aivmx")
 
 
-def _restarted(worker, pid: int) -> None:  # type: ignore[no-untyped-def]
-    end = time.monotonic() + 120
-    while not (worker.available and worker.pid not in (None, pid)):
-        assert time.monotonic() < end, "the worker did not restart"
-        time.sleep(0.05)
-
-
 @pytest.mark.server
 def test_serve_starts_without_an_installed_voice_that_crashes_it(
     test_voice: Path, tmp_path: Path
@@ -84,7 +77,7 @@ def test_serve_starts_without_an_installed_voice_that_crashes_it(
         pid, restarts = worker.pid, worker.restarts
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
-        _restarted(worker, pid)
+        crashing_service.wait_until_restarted(worker, pid)
         time.sleep(1.0)  # a restart loop would show as more restarts by now
         assert worker.restarts == restarts + 1 and worker.available
         assert sorted(worker.voices) == ["good", "tiny"]
