@@ -5,9 +5,10 @@ Run: .venv/bin/python benchmarks/graph_ab.py BEFORE.onnx AFTER.onnx [--lengths 1
 
 For a change to how a float-input graph (the flow, the decoder) is written that must leave
 its output alone: both graphs get the same seeded inputs at each length (every
-dynamic axis set to it, 0.7-scaled normal floats), the largest difference of their
-outputs is printed, then calls alternate between them for ``--rounds`` rounds and
-the fastest call of each is kept (interference on a shared machine only adds time).
+dynamic axis set to it, 0.7-scaled normal floats; integer inputs keep their
+defaults), the largest difference of their outputs is printed, then calls alternate
+between them for ``--rounds`` rounds and the fastest call of each is kept
+(interference on a shared machine only adds time).
 Memory: each graph in its own fresh process, the resident high-water mark added by
 its calls at the lengths in increasing order.
 """
@@ -36,6 +37,8 @@ def feeds(s: Any, length: int, seed: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(seed)
     out = {}
     for i in s.get_inputs():
+        if i.type != "tensor(float)":
+            continue  # an optional integer input (the decoder's trims) keeps its default
         shape = [d if isinstance(d, int) else length for d in i.shape]
         out[i.name] = (rng.standard_normal(shape) * 0.7).astype(np.float32)
     return out

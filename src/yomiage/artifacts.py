@@ -313,9 +313,10 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
     return made
 
 
-AIVMX_CUT = 2
+AIVMX_CUT = 3
 """What an AIVMX cut writes, counted; part of its cache key. 2: the decoder drops a
-window's padding between stages (``decoder_stages``). Raising it cuts each file again on
+window's padding between stages (``decoder_stages``); 3: its wide stages run as 2-D
+convolutions (:mod:`yomiage.export.decoder_layout`). Raising it cuts each file again on
 its next load, so cached voices get what a new cut has."""
 
 

@@ -59,6 +59,7 @@ def write_bundle(
     from yomiage.runtime.telemetry import engines_without_telemetry
 
     with engines_without_telemetry():  # optimize imports ONNX Runtime
+        from yomiage.export.decoder_layout import stages_as_2d
         from yomiage.export.decoder_trims import add_stage_trims
         from yomiage.export.optimize import optimize_graph
 
@@ -68,6 +69,7 @@ def write_bundle(
     with _graph_errors(voice.path):
         parts = split_graphs(voice.model)
         add_stage_trims(parts["decoder"])
+        stages_as_2d(parts["decoder"])
     with staged(out_dir) as work:
         raw = work / "raw"
         raw.mkdir()

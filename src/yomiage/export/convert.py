@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from yomiage.errors import YomiageError
+from yomiage.export.decoder_layout import stages_as_2d_in_file
 from yomiage.export.decoder_trims import add_stage_trims_to_file
 from yomiage.export.graphs import export_graphs
 from yomiage.export.optimize import optimize_graph
@@ -161,6 +162,7 @@ def convert_voice(
         for name, path in export_graphs(voice.model, raw).items():
             if name == "decoder":
                 add_stage_trims_to_file(path)
+                stages_as_2d_in_file(path)
             progress(f"optimizing {name}.onnx")
             optimize_graph(path, work / f"{name}.onnx")
         np.save(work / "style_vectors.npy", voice.styles.vectors)

@@ -34,7 +34,9 @@ log = logging.getLogger(__name__)
 # each thread count the plan may choose. 4: OpenVINO's memory includes loading OpenVINO
 # itself (a plan on ONNX Runtime no longer loads it at all). 5: a decoder that takes
 # trims is timed with the trims a request's windows get (runtime/stage_trims.py).
-FORMAT_VERSION = 5
+# 6: decoders converted since run their wide stages 2-D (export/decoder_layout.py), which
+# changes both their time and their memory per window.
+FORMAT_VERSION = 6
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
