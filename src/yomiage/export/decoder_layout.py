@@ -3,10 +3,10 @@
 The same arithmetic, a faster path: ONNX Runtime moves 2-D convolutions, and the
 activations and sums between them, into its channel-blocked layout (NCHWc) on
 x86 CPUs, which its 1-D convolutions never get. Measured on the full-size
-decoder (AVX2-only AMD EPYC Zen 3, 2 threads, float32): 1.14-1.15x per call
-from 23 to 286 frames, output within 4e-8 of the 1-D graph's
-(``benchmarks/decoder_layout.py``). Stages of 32 channels or fewer gained
-nothing there (a whole stage of them alone ran 0.65-0.85x), so they stay 1-D.
+decoder (AVX2-only AMD EPYC Zen 3, 2 threads, float32), over three runs:
+1.04-1.29x per call from 23 to 286 frames, output within 4e-8 of the 1-D
+graph's (``benchmarks/decoder_layout.py``, ``benchmarks/graph_ab.py``). Taking
+the 32- and 16-channel stages too was no faster (1.05-1.26x), so they stay 1-D.
 
 Done on the graph, like :mod:`yomiage.export.decoder_trims`, so that one
 rewrite serves a converted SBV2 voice and a decoder cut from an AIVMX file. A
