@@ -18,11 +18,15 @@ import collections
 import json
 import os
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import graph_ab
 
 CALLS = 8
 
@@ -72,13 +76,7 @@ def profile(path: str, frames: int, threads: int) -> list[dict[str, Any]]:
     options.enable_profiling = True
     options.profile_file_prefix = f"/tmp/graph_ops_{os.getpid()}"
     session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-    rng = np.random.default_rng(0)
-    feeds = {}
-    for i in session.get_inputs():
-        if i.type != "tensor(float)":
-            continue  # an optional integer input (the decoder's trims) keeps its default
-        shape = [d if isinstance(d, int) else frames for d in i.shape]
-        feeds[i.name] = (rng.standard_normal(shape) * 0.7).astype(np.float32)
+    feeds = graph_ab.feeds(session, frames, 0)
     for _ in range(3):
         session.run(None, feeds)
     session.end_profiling()  # drops the warm-ups

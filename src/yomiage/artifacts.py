@@ -307,9 +307,7 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
         return write_bundle(read_aivmx(source), out, sha256=sha256, progress=log.info)
 
     made = _made_once(target, path, "voice.json", convert, cache)
-    for key in aivmx_cuts(sha256, cache):
-        if key != made.name:
-            _remove_quietly(cache, key, f"the earlier cut of {path.name}")
+    remove_aivmx_cuts(sha256, cache, keep=made.name)
     return made
 
 
@@ -326,28 +324,29 @@ def aivmx_key(sha256: str) -> str:
     return f"{_aivmx_prefix(sha256)}v{FORMAT_VERSION}-cut{AIVMX_CUT}"
 
 
-def aivmx_cuts(sha256: str, cache: Cache) -> list[str]:
-    """The keys of every cut of this file in ``cache``: this version's and those of
-    earlier ones (whose keys had no ``-cut`` part)."""
+def remove_aivmx_cuts(sha256: str, cache: Cache, keep: str | None = None) -> bool:
+    """Remove every cut of this file in ``cache`` but ``keep``: this version's and those
+    of earlier ones (whose keys had no ``-cut`` part). True if one went. Never raises:
+    a cut left behind costs disk, not the request."""
     prefix = _aivmx_prefix(sha256)
     try:
-        found = (cache.root / "converted").iterdir()
-        return sorted(p.name for p in found if p.name.startswith(prefix) and p.is_dir())
+        found = sorted(p.name for p in (cache.root / "converted").iterdir()
+                       if p.name.startswith(prefix) and p.is_dir())  # fmt: skip
     except OSError:  # no converted/ yet, or unreadable: nothing cut
-        return []
+        return False
+    removed = False
+    for key in found:
+        if key == keep:
+            continue
+        try:
+            removed = cache.remove_converted(key) or removed
+        except (OSError, YomiageError) as exc:
+            log.warning("could not remove the converted bundle %s: %s", key, exc)
+    return removed
 
 
 def _aivmx_prefix(sha256: str) -> str:
     return f"aivmx-{sha256[:32]}-"
-
-
-def _remove_quietly(cache: Cache, key: str, what: str) -> None:
-    """Remove a converted bundle nobody needs; failing costs disk, not the request."""
-    try:
-        if cache.remove_converted(key):
-            log.info("removed %s (%s)", what, key)
-    except (OSError, YomiageError) as exc:
-        log.warning("could not remove %s (%s): %s", what, key, exc)
 
 
 def _made_once(

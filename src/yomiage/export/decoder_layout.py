@@ -87,7 +87,10 @@ def stages_as_2d(model: Any, min_channels: int | None = None) -> int:
         if output.name in as_2d and output.name not in squeezed:
             nodes.append(helper.make_node("Squeeze", [as_2d[output.name], _AXIS], [output.name]))
     read = {name for node in nodes for name in node.input} | {o.name for o in graph.output}
-    nodes = [n for n in nodes if n.op_type != "Unsqueeze" or n.output[0] in read]
+    ours_unread = [
+        n.op_type == "Unsqueeze" and _AXIS in n.input and n.output[0] not in read for n in nodes
+    ]  # a stage nothing joined: its Unsqueeze goes
+    nodes = [n for n, drop in zip(nodes, ours_unread, strict=True) if not drop]
     del graph.node[:]
     graph.node.extend(nodes)
     stale = set(as_2d) - squeezed  # their recorded shapes were 3-D

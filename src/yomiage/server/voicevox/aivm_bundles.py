@@ -22,8 +22,7 @@ from pathlib import Path
 
 from yomiage.aivmx.metadata import read_metadata, strict_json
 from yomiage.aivmx.store import ModelStore
-from yomiage.artifacts import aivmx_cuts
-from yomiage.errors import YomiageError
+from yomiage.artifacts import remove_aivmx_cuts
 from yomiage.runtime.integrity import file_sha256
 from yomiage.server.engine.service import VoiceCard
 from yomiage.sources.cache import Cache
@@ -82,12 +81,7 @@ class ConvertedBundles:
         done, and a bundle left behind costs disk, not correctness."""
         if content is None or self._in_use(content):
             return False
-        removed = False
-        for key in aivmx_cuts(content.sha256, self.cache):  # an earlier version's cut too
-            try:
-                removed = self.cache.remove_converted(key) or removed
-            except (OSError, YomiageError) as exc:
-                log.warning("could not remove the converted bundle %s: %s", key, exc)
+        removed = remove_aivmx_cuts(content.sha256, self.cache)  # earlier versions' too
         if removed:
             log.info("removed the converted bundle of %s: no voice uses it now", content.sha256)
         return removed
