@@ -135,7 +135,7 @@ def test_a_full_cache_during_the_conversion_is_blamed_on_the_disk_not_the_voice(
     graph is not a usable SBV2 JP-Extra export' (a 422 blaming a good voice file)."""
     import shutil
 
-    from yomiage.artifacts import aivmx_once
+    from yomiage.converted import aivmx_once
     from yomiage.sources.cache import Cache
 
     def onnxruntime_full(source: Path, target: Path) -> None:

@@ -29,7 +29,7 @@ from tests.conftest import TEST_VOICES
 from tests.serving import RunningServer, serve
 from tests.slow_source import trickling_source, url_of
 from yomiage import TTS
-from yomiage.artifacts import aivmx_key
+from yomiage.converted import aivmx_key
 from yomiage.server import ServerConfig
 from yomiage.server.engine.service import LocalService
 from yomiage.sources.cache import Cache

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests.aivm_files import AIVMX
-from yomiage.artifacts import aivmx_key, aivmx_once
+from yomiage.converted import aivmx_key, aivmx_once
 from yomiage.errors import CacheError
 from yomiage.runtime.bundle import sha256_file
 from yomiage.sources.cache import Cache

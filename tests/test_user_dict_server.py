@@ -122,5 +122,5 @@ def test_serve_says_what_its_worker_does_as_the_command_line_does(
         process.send_signal(signal.SIGINT)
         _, err = process.communicate(timeout=60)
     assert f"user dictionary reloaded (1 words) from {words}" in err, err
-    assert "INFO yomiage.artifacts (worker): converting" in loading, loading
+    assert "INFO yomiage.converted (worker): converting" in loading, loading
     assert "(once; it takes minutes)" in loading

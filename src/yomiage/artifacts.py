@@ -4,8 +4,8 @@ An engine is given sources (catalog names, folders, ``hf://``, ``s3://``);
 :class:`Artifacts` turns them into the folders a backend loads:
 
 * a voice source becomes a folder of a kind the backend runs; on CPU an SBV2
-  folder (or a DeBERTa repository) is converted once into the cache, under a
-  key that changes whenever its files or the bundle format change;
+  folder (or a DeBERTa repository) is converted once into the cache, and an
+  AIVMX file cut once (:mod:`yomiage.converted`);
 * the BERT is ``bert_source`` if given, else the one shipped beside the voice
   (``bert/`` in a bundle from ``yomiage convert``, HayaKoe's ``onnx/bert/q8``,
   or the one in the hub repository a HayaKoe voice came from), else the
@@ -14,22 +14,17 @@ An engine is given sources (catalog names, folders, ``hf://``, ``s3://``);
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from yomiage.converted import aivmx_once, converted_bert, converted_voice
 from yomiage.errors import (
-    MissingExtraError,
     ModelLoadError,
     OfflineError,
     SourceError,
     SourceNotFoundError,
-    YomiageError,
 )
-from yomiage.runtime.bundle import FORMAT_VERSION
 from yomiage.runtime.layouts import CHECKPOINT_SUFFIX, VoiceLayout, detect_layout
 from yomiage.sources import (
     BERT,
@@ -42,10 +37,7 @@ from yomiage.sources import (
     resolve,
     resolve_name,
 )
-from yomiage.sources.cache import cache_write_error
 from yomiage.sources.catalog import Format
-
-log = logging.getLogger(__name__)
 
 
 def bert_beside(voice: Path) -> tuple[Path, Path | None] | None:
@@ -111,7 +103,7 @@ class Artifacts:
                 "SBV2 folder (config.json + .safetensors)"
             )
         if self.backend == "onnx" and layout is VoiceLayout.SBV2:
-            return convert_once("voice", folder, self.cache, "voice.json", _convert_voice)
+            return converted_voice(folder, self.cache)
         return folder
 
     def bert_folders(
@@ -133,8 +125,7 @@ class Artifacts:
                 return folder, self._fetch(BERT.tokenizer_source)
         if self.backend == "onnx" and is_raw_bert(folder):
             quantize = "none" if self.bert_precision == "fp32" else self.bert_precision
-            convert = _bert_converter(quantize)
-            return convert_once("bert", folder, self.cache, "bert.json", convert, quantize), None
+            return converted_bert(folder, self.cache, quantize), None
         return folder, None
 
     def pre_download(self, sources: list[str]) -> list[Path]:
@@ -163,12 +154,7 @@ class Artifacts:
         (converted once, keyed on the folder and the checkpoint's name)."""
         if self.backend == "torch":
             return checkpoint
-
-        def convert(folder: Path, out: Path) -> object:
-            return _convert_voice(checkpoint, out)
-
-        folder = checkpoint.parent
-        return convert_once("voice", folder, self.cache, "voice.json", convert, checkpoint.name)
+        return converted_voice(checkpoint.parent, self.cache, checkpoint)
 
     def _resolve(self, source: str | Path) -> Path:
         return resolve_name(
@@ -233,43 +219,6 @@ def _is_remote(source: str | Path) -> bool:
     return isinstance(source, str) and (source in names() or "://" in source)
 
 
-# -- converted once ---------------------------------------------------------------
-
-
-def _key(kind: str, folder: Path, extra: str = "") -> str:
-    """Changes when any file of ``folder`` (name, size, mtime) or the format changes."""
-    files = sorted(p for p in folder.rglob("*") if p.is_file())
-    described = [
-        (str(p.relative_to(folder)), p.stat().st_size, p.stat().st_mtime_ns) for p in files
-    ]
-    blob = json.dumps([kind, FORMAT_VERSION, extra, str(folder.resolve()), described])
-    return f"{kind}-{hashlib.sha256(blob.encode()).hexdigest()[:24]}"
-
-
-def convert_once(
-    kind: str,
-    folder: Path,
-    cache: Cache,
-    marker: str,
-    convert: Callable[[Path, Path], object],
-    extra: str = "",
-) -> Path:
-    """The bundle of ``folder`` in the cache (``marker`` present), made by
-    ``convert(folder, out)`` the first time; other processes wait for it."""
-    target = cache.converted_dir(_key(kind, folder, extra))
-    if (target / marker).is_file():
-        return target
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise MissingExtraError(
-            f"converting {folder} to ONNX (or load a bundle made by `yomiage convert`)",
-            "torch",
-            "torch",
-        ) from None
-    return _made_once(target, folder, marker, convert, cache)
-
-
 def aivmx_file(path: Path, name: str) -> Path | None:
     """The AIVMX file a voice source means: the file itself, or in a folder of them the
     only one, else the one named like the voice (by file stem). None for other sources."""
@@ -288,100 +237,3 @@ def aivmx_file(path: Path, name: str) -> Path | None:
             "or give the file itself as its source"
         )
     return named[0]
-
-
-def aivmx_once(path: Path, cache: Cache) -> Path:
-    """The bundle of an AIVMX file in the cache, cut once (no torch needed), under a key of
-    the file's sha256, the bundle format and :data:`AIVMX_CUT`. Making it removes the
-    file's cuts by earlier versions, which would only cost disk from then on."""
-    from yomiage.aivmx.bundle import write_bundle
-    from yomiage.aivmx.reader import read_aivmx
-    from yomiage.runtime.integrity import file_sha256
-
-    sha256 = file_sha256(path, cache.root / "verified")
-    target = cache.converted_dir(aivmx_key(sha256))
-    if (target / "voice.json").is_file():
-        return target
-
-    def convert(source: Path, out: Path) -> object:
-        return write_bundle(read_aivmx(source), out, sha256=sha256, progress=log.info)
-
-    made = _made_once(target, path, "voice.json", convert, cache)
-    remove_aivmx_cuts(sha256, cache, keep=made.name)
-    return made
-
-
-AIVMX_CUT = 3
-"""What an AIVMX cut writes, counted; part of its cache key. 2: the decoder drops a
-window's padding between stages (``decoder_stages``); 3: its wide stages run as 2-D
-convolutions (:mod:`yomiage.export.decoder_layout`). Raising it cuts each file again on
-its next load, so cached voices get what a new cut has."""
-
-
-def aivmx_key(sha256: str) -> str:
-    """The cache key of the bundle cut from the AIVMX file of this sha256 (its folder
-    under ``converted/``; :meth:`Cache.remove_converted` takes it)."""
-    return f"{_aivmx_prefix(sha256)}v{FORMAT_VERSION}-cut{AIVMX_CUT}"
-
-
-def remove_aivmx_cuts(sha256: str, cache: Cache, keep: str | None = None) -> bool:
-    """Remove every cut of this file in ``cache`` but ``keep``: this version's and those
-    of earlier ones (whose keys had no ``-cut`` part). True if one went. Never raises:
-    a cut left behind costs disk, not the request."""
-    prefix = _aivmx_prefix(sha256)
-    try:
-        found = sorted(p.name for p in (cache.root / "converted").iterdir()
-                       if p.name.startswith(prefix) and p.is_dir())  # fmt: skip
-    except OSError:  # no converted/ yet, or unreadable: nothing cut
-        return False
-    removed = False
-    for key in found:
-        if key == keep:
-            continue
-        try:
-            removed = cache.remove_converted(key) or removed
-        except (OSError, YomiageError) as exc:
-            log.warning("could not remove the converted bundle %s: %s", key, exc)
-    return removed
-
-
-def _aivmx_prefix(sha256: str) -> str:
-    return f"aivmx-{sha256[:32]}-"
-
-
-def _made_once(
-    target: Path, source: Path, marker: str, convert: Callable[[Path, Path], object], cache: Cache
-) -> Path:
-    with cache.lock(target.name):
-        if (target / marker).is_file():  # another process converted it meanwhile
-            return target
-        log.info("converting %s to ONNX in %s (once; it takes minutes)", source, target)
-        cache.sweep_converted(target.name)  # what an earlier, killed conversion of it left
-        with cache.staging(target) as work:
-            try:
-                convert(source, work / "bundle")
-            except ModelLoadError:
-                raise
-            except YomiageError as exc:  # ConversionError and the like
-                raise ModelLoadError(f"cannot convert {source}: {exc}") from exc
-            except OSError as exc:  # a full disk or a cache that is not writable: not the voice
-                raise cache_write_error(exc, target, cache.root) from exc
-            for path in (work / "bundle").iterdir():
-                path.rename(work / path.name)
-            (work / "bundle").rmdir()
-    return target
-
-
-def _convert_voice(folder: Path, out: Path) -> object:
-    from yomiage.export.convert import convert_voice
-
-    return convert_voice(folder, out, progress=log.info)  # says which checkpoint it read
-
-
-def _bert_converter(quantize: str) -> Callable[[Path, Path], object]:
-    def convert(folder: Path, out: Path) -> object:
-        from yomiage.export.convert import convert_bert
-
-        return convert_bert(folder, out, quantize=quantize)
-
-    return convert

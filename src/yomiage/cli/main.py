@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # happens by default; and when a server takes the user dictionary's new words.
         for name in (
             "yomiage.sources",
-            "yomiage.artifacts",
+            "yomiage.converted",
             "yomiage.aivmx",
             "yomiage.server.voicevox.aivm_routes",
             "yomiage.text.frontend",

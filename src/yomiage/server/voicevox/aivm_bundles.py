@@ -1,7 +1,7 @@
 """The bundles installed voices run from, and removing the one a change leaves unused.
 
 An installed AIVMX voice runs from the bundle cut from it into the engine's
-cache (``converted/aivmx-<sha256>-v<format>-cut<n>``, :func:`yomiage.artifacts.aivmx_once`),
+cache (``converted/aivmx-<sha256>-v<format>-cut<n>``, :func:`yomiage.converted.aivmx_once`),
 keyed by the file's content. Uninstalling the voice, or replacing its file (an
 update, a re-install), left that bundle in the cache for good: as large as the
 voice, every time. :class:`ConvertedBundles` removes it once the change is done,
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from yomiage.aivmx.metadata import read_metadata, strict_json
 from yomiage.aivmx.store import ModelStore
-from yomiage.artifacts import remove_aivmx_cuts
+from yomiage.converted import remove_aivmx_cuts
 from yomiage.runtime.integrity import file_sha256
 from yomiage.server.engine.service import VoiceCard
 from yomiage.sources.cache import Cache
