@@ -133,6 +133,8 @@ def quantize_decoder(
             quantize_static,
         )
 
+        from yomiage.runtime.onnx_session import load_warnings_off
+
     class Reader(CalibrationDataReader):  # type: ignore[misc]
         def __init__(self) -> None:
             self._feeds = (f for s in calibration for f in _windows(s, receptive_field))
@@ -142,7 +144,7 @@ def quantize_decoder(
 
     keep = ["/dec/conv_pre/", "/dec/conv_post/"]
     keep += [f"/dec/resblocks.{i}/" for i in range(fp32_resblocks)]
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp, load_warnings_off():
         pre = Path(tmp) / "decoder_pre.onnx"
         quant_pre_process(str(raw_decoder), str(pre))
         exclude = [n.name for n in onnx.load(str(pre)).graph.node

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from yomiage.errors import ModelLoadError
@@ -59,6 +61,19 @@ def quiet_options() -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors and worse
     return options
+
+
+@contextmanager
+def load_warnings_off() -> Iterator[None]:
+    """The same for sessions that others' code makes with its own options (ONNX
+    Runtime's quantizer calibrates on the decoder, whose ``trim`` input draws the
+    warning), through ONNX Runtime's default logger. ONNX Runtime has no getter for
+    its level, so it is set back to its default (warnings)."""
+    ort.set_default_logger_severity(3)
+    try:
+        yield
+    finally:
+        ort.set_default_logger_severity(2)
 
 
 def session_options(threads: int | None) -> ort.SessionOptions:
