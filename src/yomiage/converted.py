@@ -21,10 +21,11 @@ from yomiage.sources.cache import cache_write_error
 log = logging.getLogger(__name__)
 
 
-CONVERT_REVISION = 2
+CONVERT_REVISION = 3
 """What converting an SBV2 voice on first use writes, counted; part of the cache key
 of such a voice from 2 on. 1: every conversion before the key had a revision, some
-without the decoder's trims between stages or its 2-D wide stages (issue 32); 2: both.
+without the decoder's trims between stages or its 2-D wide stages (issue 32); 2: both;
+3: the encoder and the flow without masks of ones (a fifth fewer nodes in the flow).
 Raising it converts each cached voice again on its next load, then removes the earlier
 conversion; without torch the earlier conversion goes on serving, with a warning."""
 

@@ -44,8 +44,8 @@ class EncoderGraph(nn.Module):
     ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         m = self.model
         g = m.emb_g(sid).unsqueeze(-1)
-        mask = torch.ones_like(bert[:, :1, :])
-        h, m_p, logs_p = m.enc_p(phone_ids, tone_ids, language_ids, bert, style, mask, g)
+        mask = torch.ones_like(bert[:, :1, :])  # the duration predictors take it as a tensor
+        h, m_p, logs_p = m.enc_p(phone_ids, tone_ids, language_ids, bert, style, None, g)
         logw = m.sdp(h, mask, g, sdp_noise) * sdp_ratio + m.dp(h, mask, g) * (1 - sdp_ratio)
         durations = torch.ceil(torch.exp(logw) * length_scale)
         return m_p, logs_p, g, durations
@@ -57,7 +57,7 @@ class FlowGraph(nn.Module):
         self.flow = model.flow
 
     def forward(self, z_p: Tensor, g: Tensor) -> Tensor:
-        return self.flow.reverse(z_p, torch.ones_like(z_p[:, :1, :]), g)
+        return self.flow.reverse(z_p, None, g)  # one sentence: no mask to multiply by
 
 
 class DecoderGraph(nn.Module):

@@ -16,6 +16,12 @@ WINDOW = 4  # relative positions -4..4, shared by all heads
 CONDITION_LAYER = 2  # speaker embedding enters before this layer
 
 
+def masked(x: Tensor, mask: Tensor | None) -> Tensor:
+    """``x * mask``. None stands for a mask of ones (one sentence, nothing padded): the
+    exported graphs run one sentence a call, so they carry no multiply by ones."""
+    return x if mask is None else x * mask
+
+
 class ChannelLayerNorm(nn.Module):
     """LayerNorm over the channel axis of ``[B, C, T]``, stored as gamma/beta."""
 
@@ -71,22 +77,28 @@ class RelativeMultiHeadAttention(nn.Module):
         b, _, t = x.shape
         return x.view(b, self.n_heads, self.head_dim, t).transpose(2, 3)  # [B, n, T, d]
 
-    def forward(self, x: Tensor, attn_mask: Tensor) -> Tensor:
+    def forward(
+        self, x: Tensor, attn_mask: Tensor | None, band: tuple[Tensor, Tensor] | None = None
+    ) -> Tensor:
+        """``attn_mask`` ``[B, 1, T, T]``: 0 where a query may not see a key (padding),
+        None for one unpadded sentence; ``band``: :func:`_band_index` of this length,
+        which an encoder makes once for all its layers."""
         b, c, t = x.shape
         q = self._heads(self.conv_q(x)) / math.sqrt(self.head_dim)
         k = self._heads(self.conv_k(x))
         v = self._heads(self.conv_v(x))
-        keys, valid = _band_index(t, x.device)
-        band = keys.expand(b, self.n_heads, t, 2 * WINDOW + 1)
+        keys, valid = band if band is not None else _band_index(t, x.device)
+        band_keys = keys.expand(b, self.n_heads, t, 2 * WINDOW + 1)
         scores = q @ k.transpose(-2, -1)
         rel_k = q @ self.emb_rel_k[0].transpose(0, 1)  # [B, n, T, 9]
         # Outside the sentence an offset's term is 0, added to the clamped key: exact.
-        scores = scores.scatter_add(-1, band, rel_k * valid)
-        scores = scores.masked_fill(attn_mask == 0, -1e4)
+        scores = scores.scatter_add(-1, band_keys, rel_k * valid)
+        if attn_mask is not None:
+            scores = scores.masked_fill(attn_mask == 0, -1e4)
         p = torch.softmax(scores, dim=-1)
         out = p @ v
         # Attention weight of each relative offset, then mix the value embeddings.
-        p_rel = p.gather(-1, band) * valid
+        p_rel = p.gather(-1, band_keys) * valid
         out = out + p_rel @ self.emb_rel_v[0]
         out = out.transpose(2, 3).reshape(b, c, t)
         return self.conv_o(out)
@@ -101,9 +113,9 @@ class FeedForward(nn.Module):
         self.conv_1 = nn.Conv1d(channels, filter_channels, kernel_size)
         self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size)
 
-    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
-        y = torch.relu(self.conv_1(F.pad(x * mask, self.pad)))
-        return self.conv_2(F.pad(y * mask, self.pad)) * mask
+    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        y = torch.relu(self.conv_1(F.pad(masked(x, mask), self.pad)))
+        return masked(self.conv_2(F.pad(masked(y, mask), self.pad)), mask)
 
 
 class AttentionEncoder(nn.Module):
@@ -133,15 +145,19 @@ class AttentionEncoder(nn.Module):
         )
         self.spk_emb_linear = nn.Linear(gin_channels, hidden_channels)
 
-    def forward(self, x: Tensor, mask: Tensor, g: Tensor) -> Tensor:
-        attn_mask = mask.unsqueeze(2) * mask.unsqueeze(-1)
-        x = x * mask
+    def forward(self, x: Tensor, mask: Tensor | None, g: Tensor) -> Tensor:
+        """``mask`` ``[B, 1, T]``, or None for one unpadded sentence (see :func:`masked`).
+        What depends only on the length is made here once, not in each of the layers:
+        in the exported flow that was 24 copies of the band's index arithmetic."""
+        attn_mask = None if mask is None else mask.unsqueeze(2) * mask.unsqueeze(-1)
+        band = _band_index(x.shape[2], x.device)
+        x = masked(x, mask)
         layers = zip(
             self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
         )
         for i, (attn, norm_1, ffn, norm_2) in enumerate(layers):
             if i == CONDITION_LAYER:
-                x = (x + self.spk_emb_linear(g.transpose(1, 2)).transpose(1, 2)) * mask
-            x = norm_1(x + attn(x, attn_mask))
+                x = masked(x + self.spk_emb_linear(g.transpose(1, 2)).transpose(1, 2), mask)
+            x = norm_1(x + attn(x, attn_mask, band))
             x = norm_2(x + ffn(x, mask))
-        return x * mask
+        return masked(x, mask)

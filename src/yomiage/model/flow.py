@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from yomiage.model.attention import AttentionEncoder
+from yomiage.model.attention import AttentionEncoder, masked
 
 FLOW_LAYERS = 6
 FLOW_KERNEL = 5
@@ -25,12 +25,12 @@ class TransformerCouplingLayer(nn.Module):
         self.enc = AttentionEncoder(hidden, filter_channels, n_heads, FLOW_LAYERS, FLOW_KERNEL, gin)
         self.post = nn.Conv1d(hidden, half, 1)
 
-    def reverse(self, x: Tensor, mask: Tensor, g: Tensor) -> Tensor:
+    def reverse(self, x: Tensor, mask: Tensor | None, g: Tensor) -> Tensor:
         half = x.shape[1] // 2
         x0, x1 = x[:, :half], x[:, half:]
-        h = self.enc(self.pre(x0) * mask, mask, g)
-        mean = self.post(h) * mask
-        return torch.cat([x0, (x1 - mean) * mask], dim=1)
+        h = self.enc(masked(self.pre(x0), mask), mask, g)
+        mean = masked(self.post(h), mask)
+        return torch.cat([x0, masked(x1 - mean, mask)], dim=1)
 
 
 class TransformerCouplingFlow(nn.Module):
@@ -45,8 +45,9 @@ class TransformerCouplingFlow(nn.Module):
             }
         )
 
-    def reverse(self, z: Tensor, mask: Tensor, g: Tensor) -> Tensor:
-        """Prior sample ``[B, I, F]`` to decoder input; starts with a flip (spec §11.10)."""
+    def reverse(self, z: Tensor, mask: Tensor | None, g: Tensor) -> Tensor:
+        """Prior sample ``[B, I, F]`` to decoder input; starts with a flip (spec §11.10).
+        ``mask`` ``[B, 1, F]``, or None for one unpadded sentence."""
         for key in reversed(COUPLING_KEYS):
             z = torch.flip(z, [1])
             layer = self.flows[key]

@@ -6,7 +6,7 @@ import math
 
 from torch import Tensor, nn
 
-from yomiage.model.attention import AttentionEncoder
+from yomiage.model.attention import AttentionEncoder, masked
 from yomiage.sbv2.config import N_LANGUAGES, N_SYMBOLS, N_TONES, STYLE_DIM, ModelHyperparameters
 
 
@@ -33,10 +33,11 @@ class TextEncoder(nn.Module):
         languages: Tensor,
         bert: Tensor,
         style: Tensor,
-        mask: Tensor,
+        mask: Tensor | None,
         g: Tensor,
     ) -> tuple[Tensor, Tensor, Tensor]:
-        """``h [B,H,T]``, ``m_p`` and ``logs_p`` ``[B,I,T]``; ``mask`` is ``[B,1,T]``."""
+        """``h [B,H,T]``, ``m_p`` and ``logs_p`` ``[B,I,T]``; ``mask`` is ``[B,1,T]``, or
+        None for one unpadded sentence."""
         x = (
             self.emb(phones)
             + self.tone_emb(tones)
@@ -44,6 +45,6 @@ class TextEncoder(nn.Module):
             + self.bert_proj(bert).transpose(1, 2)
             + self.style_proj(style).unsqueeze(1)
         ) * math.sqrt(self.hidden_channels)
-        h = self.encoder(x.transpose(1, 2) * mask, mask, g)
-        stats = self.proj(h) * mask
+        h = self.encoder(masked(x.transpose(1, 2), mask), mask, g)
+        stats = masked(self.proj(h), mask)
         return h, stats[:, : self.inter_channels], stats[:, self.inter_channels :]
