@@ -70,6 +70,24 @@ def test_the_plan_and_its_alternatives_are_shown(tmp_path: Path) -> None:
     assert "over the 1000 MB budget" in lines[1] and not lines[1].startswith("  *")
 
 
+def test_a_plan_chosen_for_its_memory_over_a_slightly_faster_one_says_why() -> None:
+    from yomiage.cli.bench_report import plan_table
+
+    lines = plan_table([
+        {"decoder": "onnxruntime f32, windows 8-128 frames", "predicted_decode_s": 13.05,
+         "peak_mb": 855, "refused": None},
+        {"decoder": "onnxruntime f32, windows 32-256 frames", "predicted_decode_s": 12.94,
+         "peak_mb": 929, "refused": None},
+    ]).splitlines()  # fmt: skip
+    assert "the lightest of those within 3% of the fastest" in lines[0]
+    assert "within" not in lines[1]
+    nothing_fits = plan_table([
+        {"decoder": "onnxruntime f32, windows 8-128 frames", "predicted_decode_s": 13.0,
+         "peak_mb": 1100, "refused": "~1100 MB peak is over the 1000 MB budget"},
+    ])  # fmt: skip
+    assert "over the 1000 MB budget" in nothing_fits
+
+
 def test_the_thread_counts_the_plan_chose_among_are_shown() -> None:
     from yomiage.cli.bench_report import plan_threads
 

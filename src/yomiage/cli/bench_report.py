@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.runtime.cpu import THREADS_WORTH
+from yomiage.runtime.plan import SPEED_WORTH_MEMORY
 
 PRECISIONS = ("bf16", "int8", "fp32")  # as a loaded voice's runtime names them
 
@@ -162,10 +163,16 @@ def plan_table(options: list[dict[str, Any]]) -> str:
     decoding over the reference sentences, predicted peak memory, why one was passed over."""
     if not options:
         return "  (a fixed plan: nothing measured to compare)"
+    fits = [o["predicted_decode_s"] for o in options if not o.get("refused")]
+    fastest = min(fits, default=float("inf"))
+    even = (f"  (the lightest of those within {SPEED_WORTH_MEMORY:.0%} of the fastest: "
+            "as fast within what measuring can tell)")  # fmt: skip
     lines = []
     for i, o in enumerate(options):
         mark = "*" if i == 0 else " "
         why = f"  ({o['refused']})" if o.get("refused") else ""
+        if i == 0 and not why and o["predicted_decode_s"] > fastest:
+            why = even
         lines.append(f"  {mark} {o['decoder']}: {o['predicted_decode_s']:.2f} s, "
                      f"~{o['peak_mb']} MB{why}")  # fmt: skip
     return "\n".join(lines)

@@ -9,8 +9,9 @@ on AVX2-only CPUs there is no bfloat16 at all. So a plan is chosen from
 measurements taken on the machine (:mod:`yomiage.runtime.plan_measure`), kept
 per CPU model, voice architecture and library versions
 (:mod:`yomiage.runtime.plan_store`), and :func:`choose_plan` below is the whole
-rule: the fastest option whose predicted peak memory fits the budget, never
-slower than plain ONNX Runtime float32 on any sentence length. Without
+rule: the fastest option whose predicted peak memory fits the budget (the lightest
+of those it cannot tell apart from the fastest), never slower than plain ONNX
+Runtime float32 on any sentence length. Without
 measurements (measuring off, or impossible) :func:`fallback_plan` gives a fixed
 answer from the CPU's features.
 
@@ -71,6 +72,12 @@ FIRST_WINDOW_CHOICES = (DEFAULT_FIRST_WINDOW_FRAMES, 16, 8)
 # (runtime/stage_trims.py) the 8-frame call takes ~80 ms on that Zen 3, the 16-frame one
 # ~120 ms (150 ms, the target before the trims, took the 16 there and started later).
 FIRST_CALL_TARGET_MS = 100.0
+# A plan that holds more memory must be predicted at least this much faster than a
+# lighter one to be taken; closer than that the two are even, and the lighter wins.
+# The same decoder measured twice (Zen 3, 2 threads, two measurings minutes apart)
+# put its 128- and 256-frame schedules 0.9% apart one way and 2.8% the other, and
+# the nearer one once cost +74 MB of peak for no speed that could be told apart.
+SPEED_WORTH_MEMORY = 0.03
 
 
 @dataclass(frozen=True, order=True)
@@ -332,13 +339,14 @@ def choose_plan(
 ) -> Plan:
     """The fastest of ``allowed`` over the reference sentences whose predicted peak
     fits ``budget_mb`` and (``require_faster``, as ``auto`` asks) that is no slower
-    than ONNX Runtime float32 (at the default windows) on any of them; ties go to
-    less memory, then to the order of :class:`DecoderChoice`, so the same
-    measurements always give the same plan. When nothing fits the budget, the
-    option with the least memory is taken (its ``basis`` says so): a plan that
-    runs is better than none. ``threads`` is the count the decoder was measured at;
-    where the chosen engine was measured at other counts too (of ``thread_choices``,
-    when given), :func:`choose_threads` picks among them."""
+    than ONNX Runtime float32 (at the default windows) on any of them. Options within
+    :data:`SPEED_WORTH_MEMORY` of the fastest are even: of those, the one with the
+    least memory is taken, then the faster, then the first in the order of
+    :class:`DecoderChoice`, so the same measurements always give the same plan. When
+    nothing fits the budget, the option with the least memory is taken (its ``basis``
+    says so): a plan that runs is better than none. ``threads`` is the count the
+    decoder was measured at; where the chosen engine was measured at other counts too
+    (of ``thread_choices``, when given), :func:`choose_threads` picks among them."""
     judged = [o for o in (judge(c, measured, budget_mb, frames) for c in allowed) if o]
     reference = judge(DecoderChoice("onnxruntime", "f32"), measured, budget_mb, frames)
     if reference is None:
@@ -357,7 +365,9 @@ def choose_plan(
         options.append(o)
     eligible = [o for o in options if o.refused is None]
     if eligible:
-        best = min(eligible, key=lambda o: (round(o.total_s, 4), o.peak_mb, o.choice))
+        fastest = min(o.total_s for o in eligible)
+        even = [o for o in eligible if o.total_s <= fastest * (1 + SPEED_WORTH_MEMORY)]
+        best = min(even, key=lambda o: (o.peak_mb, round(o.total_s, 4), o.choice))
         why = basis
     else:
         best = min(options, key=lambda o: (o.peak_mb, o.total_s, o.choice))
