@@ -41,3 +41,16 @@ def test_the_band_is_the_dense_formula_exactly(length: int) -> None:
     mask[..., -1:] = 0 if length > 2 else 1  # a padded last key, where there is room
     with torch.inference_mode():
         assert torch.equal(attn(x, mask), dense(attn, x, mask))
+
+
+@pytest.mark.parametrize("length", [1, 7, 40])
+def test_no_mask_is_a_mask_of_ones_exactly(length: int) -> None:
+    """The exported graphs pass None (one unpadded sentence) where PyTorch passes ones."""
+    from yomiage.model.attention import AttentionEncoder
+
+    torch.manual_seed(length)
+    encoder = AttentionEncoder(8, 16, 2, 3, 3, 4).eval()
+    x, g = torch.randn(1, 8, length), torch.randn(1, 4, 1)
+    with torch.inference_mode():
+        ones = encoder(x, torch.ones(1, 1, length), g)
+        assert torch.equal(encoder(x, None, g), ones)
