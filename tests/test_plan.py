@@ -19,12 +19,11 @@ from yomiage.runtime.plan import (
     choose_plan,
     choose_threads,
     decoder_calls,
-    fallback_plan,
     first_call_lengths,
 )
 from yomiage.runtime.plan_measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan_store import PlanKey, PlanStore
-from yomiage.runtime.planner import BertGraph, Planner
+from yomiage.runtime.planner import BertGraph, Planner, fallback_plan
 from yomiage.runtime.sessions import Sessions
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"

@@ -93,10 +93,8 @@ def _convert_once(
     target = cache.converted_dir(keys[0])
     if (target / marker).is_file():
         return target
-    earlier = next(
-        (cache.converted_dir(k) for k in keys[1:] if (cache.converted_dir(k) / marker).is_file()),
-        None,
-    )
+    made_before = (cache.converted_dir(k) for k in keys[1:])
+    earlier = next((d for d in made_before if (d / marker).is_file()), None)
     if not torch_installed():
         if earlier is not None:
             log.warning(

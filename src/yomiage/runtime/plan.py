@@ -11,9 +11,9 @@ per CPU model, voice architecture and library versions
 (:mod:`yomiage.runtime.plan_store`), and :func:`choose_plan` below is the whole
 rule: the fastest option whose predicted peak memory fits the budget (the lightest
 of those it cannot tell apart from the fastest), never slower than plain ONNX
-Runtime float32 on any sentence length. Without
-measurements (measuring off, or impossible) :func:`fallback_plan` gives a fixed
-answer from the CPU's features.
+Runtime float32 on any sentence length. Without measurements (measuring off, or
+impossible) :func:`yomiage.runtime.planner.fallback_plan` gives a fixed answer from
+the CPU's features.
 
 The encoder and the flow stay on ONNX Runtime in float32 in every plan
 (measured on Zen 4, :mod:`yomiage.runtime.placement`: OpenVINO was no faster on
@@ -389,17 +389,3 @@ def choose_plan(
     chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
     return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked),
                 threads_ms=chosen_among)  # fmt: skip
-
-
-def fallback_plan(
-    *, openvino: bool, native_bf16: bool, budget_mb: int, threads: int, why: str
-) -> Plan:
-    """The plan without measurements: bfloat16 on OpenVINO where the CPU has it natively
-    (the best measured choice on Zen 4 and AMX alike for speed), float32 on ONNX
-    Runtime elsewhere; 256-frame windows. Its memory is not predicted, so with a
-    budget below the default it takes ONNX Runtime float32, the least memory."""
-    if openvino and native_bf16 and budget_mb >= DEFAULT_MEMORY_BUDGET_MB:
-        choice = DecoderChoice("openvino", "bf16")
-    else:
-        choice = DecoderChoice("onnxruntime", "f32")
-    return Plan(choice, budget_mb, f"fallback: {why}", threads)

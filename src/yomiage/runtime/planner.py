@@ -7,7 +7,7 @@ The order of the decision, all of it here:
 2. A small decoder (the committed tiny voice): ONNX Runtime float32 (bf16 if asked),
    as :mod:`yomiage.runtime.placement` explains.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
-   cache to keep it in: :func:`~yomiage.runtime.plan.fallback_plan`.
+   cache to keep it in: :func:`fallback_plan`.
 4. Otherwise the measurements kept for this CPU, voice architecture, threads (or
    the counts to choose among, when none was asked for) and engine versions,
    measured once now if there are none (:mod:`yomiage.runtime.plan_measure`,
@@ -36,7 +36,6 @@ from yomiage.runtime.plan import (
     Plan,
     candidates,
     choose_plan,
-    fallback_plan,
     first_call_lengths,
 )
 from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError, MeasureJob, measure
@@ -211,3 +210,17 @@ class Planner:
             manifest.name, len(lengths), self.store.root if self.store else "-",
         )  # fmt: skip
         return self._measure(job)
+
+
+def fallback_plan(
+    *, openvino: bool, native_bf16: bool, budget_mb: int, threads: int, why: str
+) -> Plan:
+    """The plan without measurements: bfloat16 on OpenVINO where the CPU has it natively
+    (the best measured choice on Zen 4 and AMX alike for speed), float32 on ONNX
+    Runtime elsewhere; 256-frame windows. Its memory is not predicted, so with a
+    budget below the default it takes ONNX Runtime float32, the least memory."""
+    if openvino and native_bf16 and budget_mb >= DEFAULT_MEMORY_BUDGET_MB:
+        choice = DecoderChoice("openvino", "bf16")
+    else:
+        choice = DecoderChoice("onnxruntime", "f32")
+    return Plan(choice, budget_mb, f"fallback: {why}", threads)
