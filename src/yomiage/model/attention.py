@@ -49,6 +49,15 @@ def _band_index(length: int, device: torch.device) -> tuple[Tensor, Tensor]:
     return keys.clamp(0, length - 1), valid
 
 
+def band_for(x: Tensor, n_heads: int) -> tuple[Tensor, Tensor]:
+    """:func:`_band_index` for ``x`` ``[B, C, T]``, its keys expanded to ``[B, n_heads, T, 9]``
+    (the shape a scatter over the scores needs): made once per attention stack, so an
+    exported graph computes the expanded shape once, not in every layer."""
+    b, _, t = x.shape
+    keys, valid = _band_index(t, x.device)
+    return keys.expand(b, n_heads, t, 2 * WINDOW + 1), valid
+
+
 class RelativeMultiHeadAttention(nn.Module):
     """Self-attention with relative key and value embeddings within ±4 positions.
 
@@ -81,14 +90,12 @@ class RelativeMultiHeadAttention(nn.Module):
         self, x: Tensor, attn_mask: Tensor | None, band: tuple[Tensor, Tensor] | None = None
     ) -> Tensor:
         """``attn_mask`` ``[B, 1, T, T]``: 0 where a query may not see a key (padding),
-        None for one unpadded sentence; ``band``: :func:`_band_index` of this length,
-        which an encoder makes once for all its layers."""
-        b, c, t = x.shape
+        None for one unpadded sentence; ``band``: :func:`band_for` ``x``, which an encoder
+        makes once for all its layers."""
         q = self._heads(self.conv_q(x)) / math.sqrt(self.head_dim)
         k = self._heads(self.conv_k(x))
         v = self._heads(self.conv_v(x))
-        keys, valid = band if band is not None else _band_index(t, x.device)
-        band_keys = keys.expand(b, self.n_heads, t, 2 * WINDOW + 1)
+        band_keys, valid = band if band is not None else band_for(x, self.n_heads)
         scores = q @ k.transpose(-2, -1)
         rel_k = q @ self.emb_rel_k[0].transpose(0, 1)  # [B, n, T, 9]
         # Outside the sentence an offset's term is 0, added to the clamped key: exact.
@@ -100,22 +107,31 @@ class RelativeMultiHeadAttention(nn.Module):
         # Attention weight of each relative offset, then mix the value embeddings.
         p_rel = p.gather(-1, band_keys) * valid
         out = out + p_rel @ self.emb_rel_v[0]
-        out = out.transpose(2, 3).reshape(b, c, t)
+        # As x's shape: one Shape in an exported graph, where naming b, c and t took eight.
+        out = out.transpose(2, 3).reshape_as(x)
         return self.conv_o(out)
 
 
 class FeedForward(nn.Module):
-    """Two "same"-padded convolutions with ReLU, masked before each."""
+    """Two "same"-padded convolutions with ReLU, masked before each.
+
+    An odd kernel pads equally on both sides, so the convolutions pad themselves: an
+    exported graph then has no Pad node (and no padded copy) before each of them."""
 
     def __init__(self, channels: int, filter_channels: int, kernel_size: int) -> None:
         super().__init__()
-        self.pad = ((kernel_size - 1) // 2, kernel_size // 2)
-        self.conv_1 = nn.Conv1d(channels, filter_channels, kernel_size)
-        self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size)
+        odd = kernel_size % 2 == 1
+        self.pad = None if odd else ((kernel_size - 1) // 2, kernel_size // 2)
+        padding = kernel_size // 2 if odd else 0
+        self.conv_1 = nn.Conv1d(channels, filter_channels, kernel_size, padding=padding)
+        self.conv_2 = nn.Conv1d(filter_channels, channels, kernel_size, padding=padding)
+
+    def _padded(self, x: Tensor) -> Tensor:
+        return x if self.pad is None else F.pad(x, self.pad)
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
-        y = torch.relu(self.conv_1(F.pad(masked(x, mask), self.pad)))
-        return masked(self.conv_2(F.pad(masked(y, mask), self.pad)), mask)
+        y = torch.relu(self.conv_1(self._padded(masked(x, mask))))
+        return masked(self.conv_2(self._padded(masked(y, mask))), mask)
 
 
 class AttentionEncoder(nn.Module):
@@ -131,6 +147,7 @@ class AttentionEncoder(nn.Module):
         gin_channels: int,
     ) -> None:
         super().__init__()
+        self.n_heads = n_heads
         self.attn_layers = nn.ModuleList(
             RelativeMultiHeadAttention(hidden_channels, n_heads) for _ in range(n_layers)
         )
@@ -150,7 +167,7 @@ class AttentionEncoder(nn.Module):
         What depends only on the length is made here once, not in each of the layers:
         in the exported flow that was 24 copies of the band's index arithmetic."""
         attn_mask = None if mask is None else mask.unsqueeze(2) * mask.unsqueeze(-1)
-        band = _band_index(x.shape[2], x.device)
+        band = band_for(x, self.n_heads)
         x = masked(x, mask)
         layers = zip(
             self.attn_layers, self.norm_layers_1, self.ffn_layers, self.norm_layers_2, strict=True
