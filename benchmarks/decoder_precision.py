@@ -72,6 +72,12 @@ CONFIGS = {  # name: (engine, precision, graph)
 # ---------------------------------------------------------------------------- inputs
 
 
+# The latents are the first speaker's: a decoder with speaker tables takes sid, an earlier
+# one g (each graph takes the feed it names).
+SID = np.zeros(1, np.int64)
+SPEAKER_FEEDS = ("g", "sid")
+
+
 def voice_latents(bundle: Path, work: Path) -> list[tuple[str, Array, Array]]:
     """(label, z, g) per sentence and noise setting, from the bundle's encoder and flow."""
     from yomiage.options import SynthesisOptions
@@ -91,13 +97,13 @@ def voice_latents(bundle: Path, work: Path) -> list[tuple[str, Array, Array]]:
                 options = SynthesisOptions(seed=i, noise=noise)
                 rng = backend.new_rng(i)
                 [encoded] = encode(backend, voice, [frontend.g2p(text)], options, rng)
-                m_p, logs_p, g = encoded.state
+                m_p, logs_p, speaker = encoded.state
                 mean = np.repeat(m_p, encoded.durations, axis=2)
                 scale = np.exp(np.repeat(logs_p, encoded.durations, axis=2))
                 eps = rng.standard_normal(mean.shape, dtype=np.float32)
                 z_p = (mean + eps * scale * np.float32(noise)).astype(np.float32)
-                z = voice.flow.run({"z_p": z_p, "g": g})[0]
-                arrays[f"s{i}_noise{noise}_z"], arrays[f"s{i}_noise{noise}_g"] = z, g
+                z = voice.flow.run({"z_p": z_p, **speaker})[0]
+                arrays[f"s{i}_noise{noise}_z"], arrays[f"s{i}_noise{noise}_g"] = z, speaker["g"]
         np.savez(cached, **arrays)
     data = np.load(cached)
     labels = sorted({k.rsplit("_", 1)[0] for k in data.files})
@@ -168,7 +174,7 @@ def decode(graph: Any, feeds: dict[str, Array], context: int | None) -> Array:
         windows,
     )
 
-    name = next(n for n in feeds if n != "g")
+    name = next(n for n in feeds if n not in SPEAKER_FEEDS)
     z = feeds[name]
     if context is None:
         return np.asarray(graph.run(feeds)[0]).reshape(-1)
@@ -201,11 +207,11 @@ def child(config: str, bundle: Path, work: Path) -> dict[str, float]:
     context = int(json.loads((bundle / "voice.json").read_text("utf-8"))["receptive_field_frames"])
     result = {"load": load, "frames": float(z.shape[2])}
     for mode, ctx in (("windowed", context), ("whole", None)):
-        decode(graph, {"z": z, "g": g}, ctx)  # warm-up
+        decode(graph, {"z": z, "g": g, "sid": SID}, ctx)  # warm-up
         best = float("inf")
         for _ in range(2):
             t = time.perf_counter()
-            decode(graph, {"z": z, "g": g}, ctx)
+            decode(graph, {"z": z, "g": g, "sid": SID}, ctx)
             best = min(best, time.perf_counter() - t)
         result[mode] = best
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -218,7 +224,7 @@ def errors_table(bundle: Path, work: Path, piper: Path | None, configs: list[str
     print("| decoder | input | " + " | ".join(f"{c}: max abs / SNR dB" for c in configs[1:]) + " |")
     print("| --- " * (len(configs) + 1) + "|")
     for label, z, g in voice_latents(bundle, work):
-        feeds = {"z": z, "g": g}
+        feeds = {"z": z, "g": g, "sid": SID}
         outputs = {}
         for config in configs:
             engine, precision, graph_name = CONFIGS[config]
@@ -262,7 +268,7 @@ def zero_padding_table(bundle: Path, work: Path, piper: Path | None) -> None:
     print("| decoder | input | zero frames | onnxruntime f32: max abs / SNR dB "
           "| openvino bf16 vs f32 whole: unpadded / padded SNR dB |")  # fmt: skip
     print("| --- | --- | --- | --- | --- |")
-    inputs = [("full-size synthetic", bundle / "decoder.onnx", "z", label, z, {"g": g})
+    inputs = [("full-size synthetic", bundle / "decoder.onnx", "z", label, z, {"g": g, "sid": SID})
               for label, z, g in voice_latents(bundle, work)]  # fmt: skip
     if piper is not None:
         front, decoder = piper_parts(piper, work)

@@ -54,7 +54,9 @@ def feeds_for(graph: str, size: int) -> dict[str, Any]:
     normal = rng.standard_normal
     if graph in ("decoder", "flow"):
         latent = "z" if graph == "decoder" else "z_p"
-        return {latent: normal((1, 192, size), np.float32), "g": normal((1, 512, 1), np.float32)}
+        # g for a bundle made before speaker tables, sid for one with them
+        speaker = {"g": normal((1, 512, 1), np.float32), "sid": np.zeros(1, np.int64)}
+        return {latent: normal((1, 192, size), np.float32), **speaker}
     if graph == "encoder":
         return {
             "phone_ids": rng.integers(1, 100, (1, size)),

@@ -70,7 +70,7 @@ def _decoder_alone(bundle: Path, threads: int, pairs: int) -> list[str]:
 
     from yomiage.runtime.bundle import read_manifest
     from yomiage.runtime.onnx_session import session_options
-    from yomiage.runtime.sessions import OrtGraph
+    from yomiage.runtime.sessions import OrtGraph, probe_speaker
     from yomiage.runtime.stage_trims import TRIM_INPUT
 
     manifest = read_manifest(bundle)
@@ -80,7 +80,7 @@ def _decoder_alone(bundle: Path, threads: int, pairs: int) -> list[str]:
     context = manifest.receptive_field_frames
     decoder = OrtGraph(bundle / "decoder.onnx", session_options(threads))
     rng = np.random.default_rng(0)
-    g = rng.standard_normal((1, decoder.input_shape("g")[1], 1), dtype=np.float32)
+    speaker = probe_speaker(decoder, rng)
     kinds = [(f"first window, {f} frames", 0, f) for f in (8, 16, 32)]
     kinds += [(f"window of {f} frames", context, f) for f in (32, 64, 128, 256, 512)]
     rows = ["| window (padding before / after) | whole ms | trimmed ms | speed-up |",
@@ -88,7 +88,7 @@ def _decoder_alone(bundle: Path, threads: int, pairs: int) -> list[str]:
     for name, before, frames in kinds:
         z = rng.standard_normal((1, manifest.inter_channels, before + frames + context),
                                 dtype=np.float32) * np.float32(0.5)  # fmt: skip
-        whole = {"z": z, "g": g}
+        whole = {"z": z, **speaker}
         trimmed = {**whole, TRIM_INPUT: trims.amounts(before, context)[0]}
         decoder.run(whole), decoder.run(trimmed)
         a, b = [], []

@@ -53,7 +53,7 @@ def rss_mb() -> float:
 
 def decoder_child(bundle: Path, engine_precision: str) -> dict[str, float]:
     from yomiage.runtime.placement import Placement
-    from yomiage.runtime.sessions import Sessions
+    from yomiage.runtime.sessions import Sessions, probe_speaker
 
     engine, precision = engine_precision.split()
     placement = Placement(engine, precision)  # type: ignore[arg-type]
@@ -67,12 +67,10 @@ def decoder_child(bundle: Path, engine_precision: str) -> dict[str, float]:
     out: dict[str, float] = {"load": time.perf_counter() - start}
     rng = np.random.default_rng(0)
     channels = session.input_shape("z")[1]
-    speaker = session.input_shape("g")[1]
     assert isinstance(channels, int)
-    assert isinstance(speaker, int)
-    g = rng.standard_normal((1, speaker, 1), np.float32)
+    speaker = probe_speaker(session, rng)
     for frames in WINDOWS:
-        feeds = {"z": rng.standard_normal((1, channels, frames), np.float32), "g": g}
+        feeds = {"z": rng.standard_normal((1, channels, frames), np.float32), **speaker}
         for _ in range(2):
             session.run(feeds)
         times = []

@@ -25,6 +25,7 @@ from yomiage.aivmx.bundle import write_bundle
 from yomiage.aivmx.reader import AivmxError
 from yomiage.cli.main import main
 from yomiage.errors import ModelLoadError, OptionError
+from yomiage.runtime.onnx_session import taken
 
 AIVMX = TEST_VOICES.parent / "aivmx" / "tiny.aivmx"
 TEXT = "今日はいい天気ですね。散歩に行きましょう！"
@@ -150,8 +151,11 @@ def test_cut_graphs_reproduce_the_reference_audio(bundle: Path) -> None:
         })  # fmt: skip
         frames = durations[0, 0].astype(np.int64)
         np.testing.assert_array_equal(frames, data["durations_A"])
-        z = sessions["flow"].run(None, {"z_p": np.repeat(m_p, frames, axis=2), "g": g})[0]
-        audio = sessions["decoder"].run(None, {"z": z, "g": g})[0][0, 0]
+        speaker = {"g": g, "sid": np.array([case["sid"]], np.int64)}
+        z_p = np.repeat(m_p, frames, axis=2)
+        z = sessions["flow"].run(None, {"z_p": z_p, **taken(sessions["flow"], speaker)})[0]
+        audio = sessions["decoder"].run(None, {"z": z, **taken(sessions["decoder"], speaker)})
+        audio = audio[0][0, 0]
         reference = data["audio_A"].astype(np.float32)
         tolerance = 2.5e-4 if data["audio_A"].dtype == np.float16 else 3e-6
         assert audio.shape == reference.shape

@@ -83,13 +83,13 @@ def test_windowed_decoding_equals_whole(
     sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
     [encoded] = encode(backend, voice, sentence, options, backend.new_rng(3))
     voice = voice
-    m_p, logs_p, g = encoded.state
+    m_p, logs_p, speaker = encoded.state
     rng = backend.new_rng(5)
     mean = np.repeat(m_p, encoded.durations, axis=2)
     eps = rng.standard_normal(mean.shape, dtype=np.float32)
     z_p = mean + eps * np.exp(np.repeat(logs_p, encoded.durations, axis=2)) * np.float32(0.6)
-    z = voice.flow.run({"z_p": z_p, "g": g})[0]
-    whole = voice.decoder.run({"z": z, "g": g})[0][0, 0]
+    z = voice.flow.run({"z_p": z_p, **speaker})[0]
+    whole = voice.decoder.run({"z": z, **speaker})[0][0, 0]
     saved = voice.windowing
     voice.windowing = Windowing(window, first)
     try:
@@ -111,7 +111,7 @@ def test_long_sentence_goes_through_the_flow_in_spans(
     sentence = [frontend.g2p("駅前の小さな喫茶店で、古い友人と偶然再会しました。")]
     [encoded] = encode(backend, voice, sentence, options, backend.new_rng(3))
     voice = voice
-    m_p, logs_p, g = encoded.state
+    m_p, logs_p, speaker = encoded.state
     rng = backend.new_rng(5)
     mean = np.repeat(m_p, encoded.durations, axis=2)
     eps = rng.standard_normal(mean.shape, dtype=np.float32)
@@ -121,9 +121,9 @@ def test_long_sentence_goes_through_the_flow_in_spans(
     )
     assert (len(spans) > 1) == (z_p.shape[2] > flow_frames)
     z = np.concatenate(
-        [voice.flow.run({"z_p": z_p[:, :, a:b], "g": g})[0] for a, b in spans], axis=2
+        [voice.flow.run({"z_p": z_p[:, :, a:b], **speaker})[0] for a, b in spans], axis=2
     )
-    whole = voice.decoder.run({"z": z, "g": g})[0][0, 0]
+    whole = voice.decoder.run({"z": z, **speaker})[0][0, 0]
     saved = voice.windowing
     voice.windowing = Windowing(7, 5, flow_frames, first_flow_frames)
     try:

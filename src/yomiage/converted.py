@@ -21,13 +21,15 @@ from yomiage.sources.cache import cache_write_error
 log = logging.getLogger(__name__)
 
 
-CONVERT_REVISION = 3
+CONVERT_REVISION = 4
 """What converting an SBV2 voice on first use writes, counted; part of the cache key
 of such a voice from 2 on. 1: every conversion before the key had a revision, some
 without the decoder's trims between stages or its 2-D wide stages (issue 32); 2: both;
-3: the encoder and the flow without masks of ones (a fifth fewer nodes in the flow).
-Raising it converts each cached voice again on its next load, then removes the earlier
-conversion; without torch the earlier conversion goes on serving, with a warning."""
+3: the encoder and the flow without masks of ones (a fifth fewer nodes in the flow);
+4: speaker tables instead of the speaker projections' weights
+(:mod:`yomiage.export.speaker_tables`) and leaner attention stacks. Raising it converts
+each cached voice again on its next load, then removes the earlier conversion; without
+torch the earlier conversion goes on serving, with a warning."""
 
 
 def converted_voice(folder: Path, cache: Cache, checkpoint: Path | None = None) -> Path:
@@ -163,10 +165,11 @@ def aivmx_once(path: Path, cache: Cache) -> Path:
     return made
 
 
-AIVMX_CUT = 3
+AIVMX_CUT = 4
 """What an AIVMX cut writes, counted; part of its cache key. 2: the decoder drops a
 window's padding between stages (``decoder_stages``); 3: its wide stages run as 2-D
-convolutions (:mod:`yomiage.export.decoder_layout`). Raising it cuts each file again on
+convolutions (:mod:`yomiage.export.decoder_layout`); 4: speaker tables
+(:mod:`yomiage.export.speaker_tables`). Raising it cuts each file again on
 its next load, so cached voices get what a new cut has."""
 
 

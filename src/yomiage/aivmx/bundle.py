@@ -62,12 +62,14 @@ def write_bundle(
         from yomiage.export.decoder_layout import stages_as_2d
         from yomiage.export.decoder_trims import add_stage_trims
         from yomiage.export.optimize import optimize_graph
+        from yomiage.export.speaker_tables import speaker_tables
 
     check_replaceable(out_dir, "voice.json", AivmxError)
     sha256 = sha256 or sha256_file(voice.path)
     progress(f"cutting {voice.path.name} into encoder, flow and decoder")
     with _graph_errors(voice.path):
         parts = split_graphs(voice.model)
+        speaker_tables(parts, voice.n_speakers)
         add_stage_trims(parts["decoder"])
         stages_as_2d(parts["decoder"])
     with staged(out_dir) as work:
@@ -154,7 +156,7 @@ def _parity(voice: AivmxFile, folder: Path) -> float:
     with engines_without_telemetry():
         import onnxruntime as ort
 
-        from yomiage.runtime.onnx_session import quiet_options
+        from yomiage.runtime.onnx_session import quiet_options, taken
 
     rng = np.random.default_rng(0)
     t = PROBE_TOKENS
@@ -190,8 +192,10 @@ def _parity(voice: AivmxFile, folder: Path) -> float:
         "sdp_ratio": scalar(0.5, (1,)), "length_scale": scalar(1.0, (1,)),
     })  # fmt: skip
     z_p = np.repeat(m_p, durations[0, 0].astype(np.int64), axis=2)
-    z = session("flow").run(None, {"z_p": z_p, "g": g})[0]
-    audio = session("decoder").run(None, {"z": z, "g": g})[0]
+    flow, decoder = session("flow"), session("decoder")
+    speaker_feeds = {"g": g, "sid": sid}
+    z = flow.run(None, {"z_p": z_p, **taken(flow, speaker_feeds)})[0]
+    audio = decoder.run(None, {"z": z, **taken(decoder, speaker_feeds)})[0]
     if audio.shape != reference.shape:
         return float("inf")
     return float(np.abs(audio - reference).max())

@@ -27,12 +27,13 @@ from yomiage.export.decoder_layout import stages_as_2d_in_file
 from yomiage.export.decoder_trims import add_stage_trims_to_file
 from yomiage.export.graphs import export_graphs
 from yomiage.export.optimize import optimize_graph
+from yomiage.export.speaker_tables import speaker_tables_in_files
 from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
 from yomiage.model import TorchVoice, load_voice
 from yomiage.model.loader import voice_files
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
-from yomiage.runtime.onnx_session import quiet_options
+from yomiage.runtime.onnx_session import quiet_options, taken
 from yomiage.runtime.telemetry import engines_without_telemetry
 
 # ONNX Runtime decides about its telemetry when first imported (see that module): here,
@@ -113,8 +114,9 @@ def _probe(voice: TorchVoice, folder: Path) -> Parity:
     z_p = rng.standard_normal((1, hp.inter_channels, PROBE_FRAMES)).astype(np.float32)
     sessions = {g: ort.InferenceSession(str(folder / f"{g}.onnx"), quiet_options()) for g in GRAPHS}
     m_p, logs_p, g, durations = sessions["encoder"].run(None, feeds)
-    z = sessions["flow"].run(None, {"z_p": z_p, "g": g})[0]
-    audio = sessions["decoder"].run(None, {"z": z, "g": g})[0]
+    speaker = {"g": g, "sid": feeds["sid"]}
+    z = sessions["flow"].run(None, {"z_p": z_p, **taken(sessions["flow"], speaker)})[0]
+    audio = sessions["decoder"].run(None, {"z": z, **taken(sessions["decoder"], speaker)})[0]
     model = voice.model
     with torch.inference_mode():
         tt = {k: torch.from_numpy(v) for k, v in feeds.items()}
@@ -159,7 +161,9 @@ def convert_voice(
     with staged(out_dir) as work, quiet_exporters():
         raw = work / "raw"
         progress("exporting the encoder, flow and decoder to ONNX")
-        for name, path in export_graphs(voice.model, raw).items():
+        paths = export_graphs(voice.model, raw)
+        speaker_tables_in_files(paths, voice.config.n_speakers)
+        for name, path in paths.items():
             if name == "decoder":
                 add_stage_trims_to_file(path)
                 stages_as_2d_in_file(path)

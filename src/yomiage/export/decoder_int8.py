@@ -39,6 +39,7 @@ CALIBRATION_TEXTS = (
 )
 HELD_OUT_TEXT = "山の頂上にたどり着いたとき、眼下に広がる雲海の美しさに言葉を失いました。"
 WINDOW_FRAMES = 128
+SPEAKER = 0  # the voice's first speaker: calibration needs the range of z, not every voice
 MIN_SNR_DB = 20.0
 
 
@@ -46,6 +47,13 @@ MIN_SNR_DB = 20.0
 class DecoderInputs:
     z: npt.NDArray[np.float32]  # [1, I, F]
     g: npt.NDArray[np.float32]  # [1, G, 1]
+    sid: npt.NDArray[np.int64]  # [1]
+
+    def speaker(self, inputs: frozenset[str]) -> dict[str, npt.NDArray[Any]]:
+        """The speaker as the decoder with ``inputs`` takes it: ``sid`` (speaker tables)
+        or ``g``."""
+        feeds: dict[str, npt.NDArray[Any]] = {"g": self.g, "sid": self.sid}
+        return {name: value for name, value in feeds.items() if name in inputs}
 
 
 @dataclass(frozen=True)
@@ -94,22 +102,26 @@ def decoder_inputs(
                     torch.from_numpy(inputs.language_ids)[None],
                     bert,
                     style,
-                    torch.zeros(1, dtype=torch.long),
+                    torch.tensor([SPEAKER], dtype=torch.long),
                     sdp_ratio=0.2,
                     noise_scale_w=0.8,
                     length_scale=1.0,
                     generator=generator,
                 )
                 decoded = model.decode(encoded, noise_scale=0.6, generator=generator)
-                out.append(DecoderInputs(decoded.z.numpy(), encoded.g.numpy()))
+                sid = np.array([SPEAKER], np.int64)
+                out.append(DecoderInputs(decoded.z.numpy(), encoded.g.numpy(), sid))
     finally:
         frontend.close()
     return out
 
 
-def _windows(sample: DecoderInputs, context: int) -> Iterator[dict[str, npt.NDArray[np.float32]]]:
+def _windows(
+    sample: DecoderInputs, context: int, inputs: frozenset[str]
+) -> Iterator[dict[str, npt.NDArray[Any]]]:
     for w in windows(sample.z.shape[2], WINDOW_FRAMES, context, WINDOW_FRAMES):
-        yield {"z": np.ascontiguousarray(sample.z[:, :, w.pad_start : w.pad_stop]), "g": sample.g}
+        z = np.ascontiguousarray(sample.z[:, :, w.pad_start : w.pad_stop])
+        yield {"z": z, **sample.speaker(inputs)}
 
 
 def quantize_decoder(
@@ -135,11 +147,14 @@ def quantize_decoder(
 
         from yomiage.runtime.onnx_session import load_warnings_off
 
+    graph = onnx.load(str(raw_decoder), load_external_data=False).graph
+    inputs = frozenset(i.name for i in graph.input)
+
     class Reader(CalibrationDataReader):  # type: ignore[misc]
         def __init__(self) -> None:
-            self._feeds = (f for s in calibration for f in _windows(s, receptive_field))
+            self._feeds = (f for s in calibration for f in _windows(s, receptive_field, inputs))
 
-        def get_next(self) -> dict[str, npt.NDArray[np.float32]] | None:
+        def get_next(self) -> dict[str, npt.NDArray[Any]] | None:
             return next(self._feeds, None)
 
     keep = ["/dec/conv_pre/", "/dec/conv_post/"]
@@ -176,17 +191,17 @@ def int8_error(
     with engines_without_telemetry():  # ONNX Runtime decides at its start
         import onnxruntime as ort
 
-        from yomiage.runtime.onnx_session import quiet_options
+        from yomiage.runtime.onnx_session import input_names, quiet_options
 
     def run(path: Path) -> npt.NDArray[np.float32]:
         session = ort.InferenceSession(
             str(path), quiet_options(), providers=["CPUExecutionProvider"]
         )
         pieces = []
+        speaker = sample.speaker(input_names(session))
         for w in windows(sample.z.shape[2], WINDOW_FRAMES, receptive_field, WINDOW_FRAMES):
-            feeds = {"z": np.ascontiguousarray(sample.z[:, :, w.pad_start : w.pad_stop]),
-                     "g": sample.g}  # fmt: skip
-            audio = session.run(None, feeds)[0]
+            feeds = {"z": np.ascontiguousarray(sample.z[:, :, w.pad_start : w.pad_stop])}
+            audio = session.run(None, {**feeds, **speaker})[0]
             pieces.append(audio[0, 0, w.crop(hop_length)])
         return np.concatenate(pieces)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.cpu import physical_cores
@@ -118,3 +119,11 @@ def load_session(path: Path, options: ort.SessionOptions) -> ort.InferenceSessio
 
 def input_names(session: ort.InferenceSession) -> frozenset[str]:
     return frozenset(i.name for i in session.get_inputs())
+
+
+def taken(session: ort.InferenceSession, feeds: Mapping[str, Any]) -> dict[str, Any]:
+    """Those of ``feeds`` that ``session``'s graph takes: a flow or decoder takes the speaker
+    as ``sid`` or, made before speaker tables (:mod:`yomiage.export.speaker_tables`), as
+    ``g``; ONNX Runtime refuses a feed its graph does not name."""
+    names = input_names(session)
+    return {name: value for name, value in feeds.items() if name in names}

@@ -34,7 +34,7 @@ from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
 from yomiage.runtime.plan import Plan
-from yomiage.runtime.sessions import Sessions
+from yomiage.runtime.sessions import Sessions, probe_speaker
 from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.sbv2.styles import StyleTable, load_styles
@@ -164,13 +164,12 @@ class BundleVoice:
             return
         w = self.windowing
         context = self.manifest.receptive_field_frames
-        g_dim = self.decoder.input_shape("g")[1]
-        g = np.zeros((1, g_dim if isinstance(g_dim, int) else 1, 1), np.float32)
+        speaker = probe_speaker(self.decoder, np.random.default_rng(0))
         for length in window_lengths(
             w.window_frames, context, min(w.first_window_frames, w.window_frames)
         ):
             z = np.zeros((1, self.manifest.inter_channels, length), np.float32)
-            self.decoder.run({"z": z, "g": g})
+            self.decoder.run({"z": z, **speaker})
         release_free_memory()
 
     def _stage_trims(self) -> StageTrims | None:
@@ -197,7 +196,10 @@ class BundleVoice:
             "length_scale": np.array([options.speed], dtype=np.float32),
         }
         m_p, logs_p, g, durations = self.encoder.run(feeds)
-        return durations[0, 0].astype(np.int64), (m_p, logs_p, g)
+        # The flow and decoder take the speaker as sid (their speaker tables) or, in a
+        # bundle made before those, as g; each graph takes the one it names.
+        speaker = {"g": g, "sid": feeds["sid"]}
+        return durations[0, 0].astype(np.int64), (m_p, logs_p, speaker)
 
     def decode_windows(
         self,
@@ -207,7 +209,7 @@ class BundleVoice:
         *,
         lead_frames: int = 0,
     ) -> Iterator[npt.NDArray[np.float32]]:
-        m_p, logs_p, g = encoded.state
+        m_p, logs_p, speaker = encoded.state
         durations = encoded.durations
         if durations.sum() == 0:  # SBV2 makes at least one frame
             durations = durations.copy()
@@ -239,13 +241,13 @@ class BundleVoice:
             for window, zeros in plan:
                 while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
                     start, stop = next(spans)
-                    feeds = {"z_p": z_p[:, :, start:stop], "g": g}
+                    feeds = {"z_p": z_p[:, :, start:stop], **speaker}
                     z[:, :, start:stop] = self.flow.run(feeds)[0]
                     flowed = stop
                 padded = z[:, :, window.pad_start : window.pad_stop]
                 if zeros:
                     padded = np.pad(padded, ((0, 0), (0, 0), (0, zeros)))
-                feeds = {"z": padded, "g": g}
+                feeds = {"z": padded, **speaker}
                 lost = 0  # samples the trims left out before the window's own
                 if trims is not None:
                     feeds[TRIM_INPUT], lost, _ = trims.amounts(

@@ -171,7 +171,7 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     from yomiage.runtime.bundle import read_manifest
     from yomiage.runtime.placement import Placement
     from yomiage.runtime.plan import first_call_lengths
-    from yomiage.runtime.sessions import Sessions
+    from yomiage.runtime.sessions import Sessions, probe_speaker
     from yomiage.runtime.stage_trims import TRIM_INPUT
 
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
@@ -186,10 +186,10 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     if session.placement != Placement(args["engine"], args["precision"]):
         raise MeasureError(f"{args['engine']} refused the decoder")
     rng = np.random.default_rng(0)
-    z_dim, g_dim = session.input_shape("z")[1], session.input_shape("g")[1]
-    if not isinstance(z_dim, int) or not isinstance(g_dim, int):
-        raise MeasureError("the decoder's channel counts are not fixed")
-    g = rng.standard_normal((1, g_dim, 1), dtype=np.float32)
+    z_dim = session.input_shape("z")[1]
+    if not isinstance(z_dim, int):
+        raise MeasureError("the decoder's channel count is not fixed")
+    speaker = probe_speaker(session, rng)
     # Trimmed as a request's windows are: a first window has context on its right only.
     trims = None
     if not session.few_shapes and TRIM_INPUT in session.input_names:
@@ -198,7 +198,7 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
 
     def feeds(length: int) -> dict[str, Any]:
         z = rng.standard_normal((1, z_dim, length), dtype=np.float32) * np.float32(0.5)
-        out = {"z": z, "g": g}
+        out = {"z": z, **speaker}
         if trims is not None:
             out[TRIM_INPUT] = trims.amounts(0 if length in firsts else context, context)[0]
         return out
@@ -246,7 +246,7 @@ class _SilentDecoder:
 
     @property
     def input_names(self) -> frozenset[str]:
-        return frozenset({"z", "g"})  # no trims: its silence is the whole window's
+        return frozenset({"z", "g", "sid"})  # no trims: its silence is the whole window's
 
     def input_shape(self, name: str) -> Any:
         return self._real.input_shape(name)

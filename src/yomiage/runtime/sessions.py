@@ -40,6 +40,16 @@ Array = npt.NDArray[Any]
 Dim = int | str | None  # a fixed size, a named dynamic one, or unknown
 
 
+def probe_speaker(graph: GraphSession, rng: np.random.Generator) -> dict[str, Array]:
+    """A speaker feed for running a flow or decoder on made-up inputs (measuring, warming):
+    ``sid`` 0 where the graph has speaker tables (:mod:`yomiage.export.speaker_tables`),
+    else a random ``g`` of the width it takes."""
+    if "g" not in graph.input_names:
+        return {"sid": np.zeros(1, np.int64)}
+    width = graph.input_shape("g")[1]
+    return {"g": rng.standard_normal((1, width if isinstance(width, int) else 1, 1), np.float32)}
+
+
 class GraphSession(Protocol):
     """A loaded graph. ``run`` takes the feeds it knows (others are ignored) and returns
     the outputs in the graph's order. Safe to call from several threads.
