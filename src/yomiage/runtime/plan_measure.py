@@ -246,7 +246,10 @@ class _SilentDecoder:
 
     @property
     def input_names(self) -> frozenset[str]:
-        return frozenset({"z", "g", "sid"})  # no trims: its silence is the whole window's
+        from yomiage.runtime.stage_trims import TRIM_INPUT
+
+        # no trims: its silence is the whole window's
+        return frozenset(self._real.input_names - {TRIM_INPUT})
 
     def input_shape(self, name: str) -> Any:
         return self._real.input_shape(name)
