@@ -124,7 +124,6 @@ def _run_cone(
     from onnx import ValueInfoProto, helper
 
     graph = model.graph
-    needed = set(wanted)
     producers = [n for n in graph.node if any(o in cone.constants for o in n.output)]
     # Walk back from the wanted values over the cone and the constant-making nodes.
     by_output = {o: n for n in [*producers, *cone.nodes] for o in n.output}
@@ -137,7 +136,7 @@ def _run_cone(
         chosen.add(id(node))
         stack.extend(i for i in node.input if i)
     kept = [n for n in graph.node if id(n) in chosen]
-    used = {i for n in kept for i in n.input} | needed
+    used = {i for n in kept for i in n.input}
     source_info = next(i for i in graph.input if i.name == source)
     sub = helper.make_graph(
         kept,
@@ -217,12 +216,12 @@ def fold(model: Any, source: str, sources: Sequence[npt.NDArray[Any]]) -> Folded
 
 def _squeeze(row: str, model: Any) -> Any:
     """``sid`` ([1]) to the scalar index that makes Gather return a row of the table's shape."""
-    from onnx import helper
+    from onnx import TensorProto, helper
 
     opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 17)
     if opset >= 13:
         axes = "speaker_row__axes"
-        model.graph.initializer.append(helper.make_tensor(axes, 7, [1], [0]))
+        model.graph.initializer.append(helper.make_tensor(axes, TensorProto.INT64, [1], [0]))
         return helper.make_node("Squeeze", [SPEAKER_INPUT, axes], [row])
     return helper.make_node("Squeeze", [SPEAKER_INPUT], [row], axes=[0])
 
