@@ -212,14 +212,23 @@ class Planner:
         return self._measure(job)
 
 
+# The smallest budget under which a plan that measured nothing takes OpenVINO's
+# bfloat16 decoder (256-frame windows), where bfloat16 is native. Its peak with the
+# full-size voice, as the planner measured it (2 threads): ~1,260 MB on an AVX-512
+# BF16 Zen 5, ~1,830 MB on a Xeon with AMX; ONNX Runtime float32's was 930-980 MB on
+# every CPU measured. So below this, even where bfloat16 is native, the fallback is
+# float32: the budget holds where nothing was measured too.
+FALLBACK_BF16_BUDGET_MB = 1900
+
+
 def fallback_plan(
     *, openvino: bool, native_bf16: bool, budget_mb: int, threads: int, why: str
 ) -> Plan:
-    """The plan without measurements: bfloat16 on OpenVINO where the CPU has it natively
-    (the best measured choice on Zen 4 and AMX alike for speed), float32 on ONNX
-    Runtime elsewhere; 256-frame windows. Its memory is not predicted, so with a
-    budget below the default it takes ONNX Runtime float32, the least memory."""
-    if openvino and native_bf16 and budget_mb >= DEFAULT_MEMORY_BUDGET_MB:
+    """The plan without measurements: ONNX Runtime float32, 256-frame windows, the
+    lightest plan on every CPU measured; bfloat16 on OpenVINO (the fastest, on Zen 4,
+    Zen 5 and AMX alike) only where the CPU has it natively and the budget is at
+    least :data:`FALLBACK_BF16_BUDGET_MB`, as its memory is not predicted here."""
+    if openvino and native_bf16 and budget_mb >= FALLBACK_BF16_BUDGET_MB:
         choice = DecoderChoice("openvino", "bf16")
     else:
         choice = DecoderChoice("onnxruntime", "f32")
