@@ -12,7 +12,13 @@ from onnx import TensorProto, helper, numpy_helper
 from tests.aivm_files import AIVMX
 from yomiage.aivmx.reader import read_aivmx
 from yomiage.aivmx.split import split_graphs
-from yomiage.export.decoder_layout import MIN_CHANNELS, stages_as_2d
+from yomiage.export.decoder_layout import (
+    MIN_CHANNELS,
+    relayout,
+    stages_as_1d,
+    stages_as_2d,
+    two_d_from,
+)
 from yomiage.export.decoder_trims import add_stage_trims
 from yomiage.runtime.stage_trims import TRIM_INPUT
 
@@ -151,3 +157,51 @@ def test_an_aivmx_cut_runs_its_wide_stages_2d(
     assert any(len(t.dims) == 4 for t in decoder.graph.initializer)
     with pytest.raises(ValueError, match="2-D already"):
         stages_as_2d(decoder)
+
+
+@pytest.mark.parametrize("min_channels", [1, 3])
+def test_the_2d_rewrite_undone_gives_the_1d_graph_back(decoder_1d: Any, min_channels: int) -> None:
+    model, convs = _rewritten(decoder_1d, min_channels)
+    assert two_d_from(decoder_1d) is None
+    assert convs > 0 and two_d_from(model) is not None and two_d_from(model) >= min_channels
+    assert stages_as_1d(model) == convs
+    assert two_d_from(model) is None
+    ops = [(n.op_type, list(n.input), list(n.output)) for n in model.graph.node]
+    assert ops == [(n.op_type, list(n.input), list(n.output)) for n in decoder_1d.graph.node]
+    kernels = {t.name: list(t.dims) for t in model.graph.initializer}
+    assert kernels == {t.name: list(t.dims) for t in decoder_1d.graph.initializer}
+    assert [(n.name, str(n.attribute)) for n in model.graph.node] == [
+        (n.name, str(n.attribute)) for n in decoder_1d.graph.node
+    ]
+    assert stages_as_1d(model) == 0  # already 1-D: nothing to undo
+
+
+def test_a_2d_decoder_takes_another_layout_with_the_same_samples(decoder_1d: Any) -> None:
+    widths = sorted(
+        next(t for t in decoder_1d.graph.initializer if t.name == n.input[1]).dims[1]
+        for n in decoder_1d.graph.node
+        if n.op_type == "ConvTranspose"
+    )
+    wide, narrow = widths[-1], widths[0]
+    model, _ = _rewritten(decoder_1d, narrow)  # every stage 2-D, as a bundle might have it
+    assert two_d_from(model) == narrow
+    relayout(model, wide)  # only the widest stage stays 2-D
+    assert two_d_from(model) == wide
+    assert two_d_from(_rewritten(decoder_1d, wide)[0]) == wide
+    before, after = _session(decoder_1d), _session(model)
+    for frames in (1, 29):
+        expected = before.run(None, _feeds(before, frames))[0]
+        np.testing.assert_allclose(after.run(None, _feeds(after, frames))[0], expected, atol=1e-6)
+
+
+def test_an_axis_merged_with_other_constants_is_kept_for_them(decoder_1d: Any) -> None:
+    """ONNX Runtime's offline optimizer merges equal constants: in a converted bundle a
+    trim's Slice reads the rewrite's axis [2]. Undoing the rewrite keeps it for them."""
+    model, _ = _rewritten(decoder_1d, 1)
+    axis = next(n.input[1] for n in model.graph.node if n.op_type == "Unsqueeze")
+    model.graph.node.append(helper.make_node("Identity", [axis], ["axis_copy"]))
+    model.graph.output.append(helper.make_tensor_value_info("axis_copy", TensorProto.INT64, [1]))
+    relayout(model, 1)  # undone and done again: the axis name was free for it
+    stages_as_1d(model)
+    session = _session(model)
+    np.testing.assert_array_equal(session.run(["axis_copy"], _feeds(session, 3))[0], [2])

@@ -17,11 +17,11 @@ from yomiage.runtime.plan import (
     EngineTimings,
     Measurements,
     candidates,
-    choose_plan,
     choose_threads,
     decoder_calls,
     first_call_lengths,
 )
+from yomiage.runtime.plan_choice import choose_plan
 from yomiage.runtime.plan_measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan_store import PlanKey, PlanStore
 from yomiage.runtime.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
@@ -276,10 +276,35 @@ def key(**changes: object) -> PlanKey:
     return replace(base, **changes)  # type: ignore[arg-type]
 
 
+def test_a_faster_layout_of_the_decoder_is_taken_and_its_memory_counted() -> None:
+    """The decoder's stages in another layout (runtime/decoder_layouts.py) are options on
+    ONNX Runtime; the whole peaks were measured with the bundle's own graph, so another
+    layout's peak is that plus what its decoder alone held more."""
+    allowed = candidates(openvino=False, native_bf16=False, layouts=(128,))
+    assert {c.layout for c in allowed} == {0, 128} and {c.engine for c in allowed} == {
+        "onnxruntime"}  # fmt: skip
+    assert all(c.layout == 0 for c in candidates(openvino=True, native_bf16=True, layouts=(128,))
+               if c.engine == "openvino")  # fmt: skip
+    faster = replace(timings("onnxruntime", "f32", 3.0, 40), layout=128)  # 25% faster
+    peaks = {128: 700.0, 256: 740.0, 512: 800.0}
+    m = replace(measured(ORT, faster), ort_peak_mb=peaks)
+    plan = choose_plan(m, 2000, threads=2, basis="t", allowed=allowed)
+    assert plan.decoder.layout == 128 and "2-D from 128 channels" in str(plan.decoder)
+    same = replace(ORT, layout=128)  # the same speed: the bundle's own graph is kept
+    assert choose_plan(replace(m, engines=(ORT, same)), 2000, threads=2, basis="t",
+                       allowed=allowed).decoder.layout == 0  # fmt: skip
+    hungry = replace(faster, memory_mb={n: mb + 150 for n, mb in faster.memory_mb.items()})
+    over = choose_plan(replace(m, engines=(ORT, hungry)), 800, threads=2, basis="t",
+                       allowed=allowed)  # fmt: skip
+    assert over.decoder.layout == 0  # 700 + 150 MB is over 800 for every window
+    refused = [o for o in over.options if o.choice.layout == 128]
+    assert refused and all(o.refused and o.peak_mb >= 850 for o in refused)
+
+
 def test_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
     store = PlanStore(tmp_path)
     ort = replace(ORT, threads_ms={2: 800.0, 4: 610.5})
-    m = replace(measured(ort, FAST_HUNGRY), ort_peak_mb={256: 777.0})
+    m = replace(measured(ort, FAST_HUNGRY, replace(ORT, layout=128)), ort_peak_mb={256: 777.0})
     store.save(key(), m, "2026-11-26")
     assert store.load(key()) == (m, "2026-11-26")
 
@@ -454,9 +479,12 @@ def test_a_voice_opens_its_graphs_on_its_plans_threads() -> None:
 
 
 @pytest.mark.slow
-def test_the_measuring_processes_measure_every_length_and_thread_count() -> None:
+def test_the_measuring_processes_measure_every_length_and_thread_count(tmp_path: Path) -> None:
     """The real measuring (fresh processes) on the tiny voice: every number asked for comes
-    back. Values are not judged: a tiny graph's timings mean nothing."""
+    back, for the bundle's decoder and for it in another layout. Values are not judged:
+    a tiny graph's timings mean nothing."""
+    from yomiage.runtime.decoder_layouts import DecoderLayouts
+
     manifest = read_manifest(TINY)
     context = manifest.receptive_field_frames
     lengths = (23, 31, 47, 79)
@@ -473,15 +501,18 @@ def test_the_measuring_processes_measure_every_length_and_thread_count() -> None
         ort_windows=(16, 32),
         context=context,
         compiled_dir=None,
+        layouts={1: DecoderLayouts(tmp_path).graph(manifest.file("decoder.onnx"), "tiny", 1)},
     )
     said: list[str] = []
     m = measure(job, progress=said.append)
-    (ort,) = m.engines
-    assert set(ort.call_ms) == set(ort.memory_mb) == set(lengths)
-    assert set(ort.threads_ms) == {1, 2}
-    assert all(ms > 0 for ms in (*ort.call_ms.values(), *ort.threads_ms.values()))
+    assert [e.layout for e in m.engines] == [0, 1]
+    for ort in m.engines:
+        assert set(ort.call_ms) == set(ort.memory_mb) == set(lengths)
+        assert set(ort.threads_ms) == {1, 2}
+        assert all(ms > 0 for ms in (*ort.call_ms.values(), *ort.threads_ms.values()))
     assert m.floor_mb > 0 and set(m.ort_peak_mb) == {16, 32}
-    assert len(said) == 2  # one line per process
+    assert len(said) == 3  # one line per process
+    assert "2-D from 1 channels" in said[1]
 
 
 def test_an_explicit_bf16_after_auto_measures_what_auto_did_not(

@@ -360,6 +360,7 @@ class TTS:
                 compiled_dir=self._artifacts.cache.root / "openvino",
                 memory_budget_mb=self.memory_budget_mb,
                 plans_dir=self._artifacts.cache.root / "plans",
+                layouts_dir=self._artifacts.cache.root / "decoders",
                 measure_plan=self.measure_plan,
             )
         try:

@@ -153,6 +153,93 @@ def _constant_shapes(graph: Any) -> dict[str, list[int]]:
     return shapes
 
 
+def two_d_from(model: Any) -> int | None:
+    """The channels of the narrowest stage ``model`` runs 2-D (the ``min_channels`` it
+    was rewritten with, as far as its stages tell), or None where every stage is 1-D."""
+    graph = model.graph
+    widths = {t.name: list(t.dims) for t in graph.initializer}
+    upsampler_width = {
+        node.output[0]: widths.get(node.input[1], [0, 0])[1]
+        for node in graph.node
+        if node.op_type == "ConvTranspose" and len(node.input) > 1
+    }
+    staged = [
+        upsampler_width[node.input[0]]
+        for node in graph.node
+        if node.op_type == "Unsqueeze" and _AXIS in node.input[1:]
+        and node.input[0] in upsampler_width
+    ]  # fmt: skip
+    return min(staged) if staged else None
+
+
+def stages_as_1d(model: Any) -> int:
+    """Undo :func:`stages_as_2d` on ``model`` in place: the graph it was made from, but
+    for the shapes recorded of tensors it no longer has. The number of convolutions
+    made 1-D again (0 for a decoder that had no 2-D stage)."""
+    graph = model.graph
+    weights = {t.name: t for t in graph.initializer}
+    if _AXIS not in weights:
+        return 0
+    as_2d: set[str] = set()  # the 4-D tensors, named "<1-D name>/2d" by the rewrite
+    nodes: list[Any] = []
+    convs = 0
+    for node in graph.node:
+        ours = node.op_type in ("Unsqueeze", "Squeeze") and _AXIS in node.input[1:]
+        if ours and node.op_type == "Unsqueeze":
+            as_2d.add(node.output[0])
+            continue  # its 1-D input takes its place
+        if ours:
+            continue  # the 4-D tensor it read takes back its 1-D name
+        if any(name in as_2d for name in node.input):
+            if (node.domain, node.op_type) in _CONVS and node.input[0] in as_2d:
+                _conv_to_1d(node, weights[node.input[1]])
+                convs += 1
+            as_2d.update(node.output)
+        nodes.append(node)
+    for node in nodes:
+        node.input[:] = [_name_1d(name, as_2d) for name in node.input]
+        node.output[:] = [_name_1d(name, as_2d) for name in node.output]
+    # An optimizer may have merged equal constants into the axis (a [2] is a [2]):
+    # what else reads it keeps the value under another name, and the name is free.
+    kept_axis = f"{_AXIS}/kept"
+    for node in nodes:
+        node.input[:] = [kept_axis if name == _AXIS else name for name in node.input]
+    del graph.node[:]
+    graph.node.extend(nodes)
+    if any(kept_axis in node.input for node in nodes):
+        weights[_AXIS].name = kept_axis
+    else:
+        kept = [t for t in graph.initializer if t.name != _AXIS]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
+    return convs
+
+
+def relayout(model: Any, min_channels: int) -> int:
+    """``model`` in place with its stages of ``min_channels`` or more 2-D and the rest
+    1-D, whatever its layout was; the number of 2-D convolutions."""
+    stages_as_1d(model)
+    return stages_as_2d(model, min_channels)
+
+
+def _name_1d(name: str, as_2d: set[str]) -> str:
+    if name not in as_2d:
+        return name
+    if not name.endswith("/2d"):
+        raise ValueError(f"{name!r} is 4-D but not named as the 2-D rewrite names its tensors")
+    return name[: -len("/2d")]
+
+
+def _conv_to_1d(node: Any, kernel: Any) -> None:
+    del kernel.dims[2]
+    for attribute in node.attribute:
+        values = list(attribute.ints)
+        if attribute.name in ("kernel_shape", "dilations", "strides"):
+            attribute.ints[:] = values[1:]
+        elif attribute.name == "pads":
+            attribute.ints[:] = [values[1], values[3]]
+
+
 def stages_as_2d_in_file(path: Path) -> int:
     """:func:`stages_as_2d` on the decoder graph saved at ``path`` (weights inside)."""
     import onnx

@@ -19,6 +19,7 @@ import numpy.typing as npt
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing
+from yomiage.runtime.decoder_layouts import DecoderLayouts
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
@@ -55,6 +56,7 @@ class OnnxBackend:
         openvino: bool | None = None,
         memory_budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
         plans_dir: Path | None = None,
+        layouts_dir: Path | None = None,
         measure_plan: bool | None = None,
     ) -> None:
         """``decoder_precision``: ``auto`` (bf16 on OpenVINO where the CPU has native
@@ -65,8 +67,9 @@ class OnnxBackend:
         graphs (:class:`~yomiage.runtime.sessions.Sessions`); ``openvino=False`` runs every
         graph on ONNX Runtime. Each bundle runs by the plan :class:`Planner` chooses
         for it within ``memory_budget_mb`` (measured once per CPU and kept in
-        ``plans_dir``; ``measure_plan=False`` takes the fallback); ``windowing``, when
-        given, replaces the plan's decoder windows."""
+        ``plans_dir``; ``measure_plan=False`` takes the fallback; ``layouts_dir`` keeps
+        decoders made in the layout a plan chose); ``windowing``, when given, replaces
+        the plan's decoder windows."""
         self.decoder_precision = check_decoder_precision(decoder_precision)
         self.verified_dir = verified_dir
         self.sessions = Sessions(threads, cache_dir=compiled_dir, openvino=openvino)
@@ -92,6 +95,7 @@ class OnnxBackend:
             store=PlanStore(plans_dir) if plans_dir is not None else None,
             measure_plan=measure_plan,
             compiled_dir=compiled_dir,
+            layouts=DecoderLayouts(layouts_dir) if layouts_dir is not None else None,
         )
 
     def plan(self, folder: Path) -> Plan:
@@ -116,6 +120,7 @@ class OnnxBackend:
             voice = HayakoeVoice(folder, self.sessions)
         else:
             plan = self.plan(folder)
+            plan, decoder = self.planner.decoder_graph(read_manifest(folder), plan)
             precision = "int8" if self.decoder_precision == "int8" else plan.decoder.precision
             voice = BundleVoice(
                 folder,
@@ -127,6 +132,7 @@ class OnnxBackend:
                 windowing=self.windowing or plan.windowing,
                 verified_dir=self.verified_dir,
                 plan=plan,
+                decoder_graph=decoder,
             )
         if voice.bert_dim != self.bert.hidden_size:
             raise ModelLoadError(

@@ -82,11 +82,14 @@ class BundleVoice:
         windowing: Windowing | None = None,
         verified_dir: Path | None = None,
         plan: Plan | None = None,
+        decoder_graph: Path | None = None,
     ) -> None:
         """``verified_dir``: where to remember files already checked (see
         :mod:`yomiage.runtime.integrity`); every file read is checked either way.
         ``plan``: the plan ``placement``, ``windowing`` and the graphs' thread count
-        came from (shown by ``yomiage bench`` and logs)."""
+        came from (shown by ``yomiage bench`` and logs). ``decoder_graph``: the
+        bundle's ``decoder.onnx`` in the layout the plan chose, made from it
+        (:mod:`yomiage.runtime.decoder_layouts`); not for the int8 decoder."""
         m: VoiceManifest = read_manifest(folder)
         decoder = placement.decoder_graph
         if not m.file(decoder).is_file():
@@ -104,9 +107,11 @@ class BundleVoice:
         threads = plan.threads if plan is not None else None
         self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder, threads=threads)
         self.flow = sessions.open(m.file("flow.onnx"), placement.flow, threads=threads)
-        self.decoder = sessions.open(
-            m.file(decoder), placement.decoder, sha256=m.files.get(decoder), threads=threads
-        )
+        graph = m.file(decoder)
+        if decoder_graph is not None and decoder == "decoder.onnx":
+            graph = decoder_graph
+        sha256 = m.files.get(decoder) if graph == m.file(decoder) else None
+        self.decoder = sessions.open(graph, placement.decoder, sha256=sha256, threads=threads)
         # What actually runs: OpenVINO may have been missing or refused a graph.
         self.placement = placement.running(self.decoder.placement)
         runtime = self.placement.describe()

@@ -8,10 +8,11 @@ frame in a 62-frame window and 2.1 in a 286-frame one, while with AMX it is
 on AVX2-only CPUs there is no bfloat16 at all. So a plan is chosen from
 measurements taken on the machine (:mod:`yomiage.runtime.plan_measure`), kept
 per CPU model, voice architecture and library versions
-(:mod:`yomiage.runtime.plan_store`), and :func:`choose_plan` below is the whole
-rule: the fastest option whose predicted peak memory fits the budget (the lightest
-of those it cannot tell apart from the fastest), never slower than plain ONNX
-Runtime float32 on any sentence length. Without measurements (measuring off, or
+(:mod:`yomiage.runtime.plan_store`), and
+:func:`~yomiage.runtime.plan_choice.choose_plan` is the whole rule: the fastest
+option whose predicted peak memory fits the budget (the lightest of those it
+cannot tell apart from the fastest), never slower than plain ONNX Runtime
+float32 on any sentence length. Without measurements (measuring off, or
 impossible) :func:`yomiage.runtime.planner.fallback_plan` gives a fixed answer from
 the CPU's features.
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from yomiage.runtime.chunking import (
     DEFAULT_FIRST_WINDOW_FRAMES,
@@ -82,13 +83,16 @@ SPEED_WORTH_MEMORY = 0.03
 
 @dataclass(frozen=True, order=True)
 class DecoderChoice:
-    """How the decoder runs: engine, precision and the window schedule (the first
-    window's frames, doubling up to ``window_frames``)."""
+    """How the decoder runs: engine, precision, the window schedule (the first
+    window's frames, doubling up to ``window_frames``) and ``layout``, the channels
+    from which its stages run 2-D (:mod:`yomiage.runtime.decoder_layouts`; 0: as
+    the bundle's graph has them)."""
 
     engine: Engine
     precision: Precision
     window_frames: int = DEFAULT_WINDOW_FRAMES
     first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
+    layout: int = 0
 
     @property
     def placement(self) -> Placement:
@@ -104,13 +108,16 @@ class DecoderChoice:
         return window_lengths(self.window_frames, context, self.first_window_frames)
 
     def key(self) -> str:
-        return f"{self.engine}-{self.precision}-{self.first_window_frames}-{self.window_frames}"
+        key = f"{self.engine}-{self.precision}-{self.first_window_frames}-{self.window_frames}"
+        return f"{key}-2d{self.layout}" if self.layout else key
 
     def __str__(self) -> str:
         first = min(self.first_window_frames, self.window_frames)
+        layout = f", 2-D from {self.layout} channels" if self.layout else ""
+        windows = f"windows {first}-{self.window_frames} frames"
         if first == self.window_frames:
-            return f"{self.engine} {self.precision}, windows of {first} frames"
-        return f"{self.engine} {self.precision}, windows {first}-{self.window_frames} frames"
+            windows = f"windows of {first} frames"
+        return f"{self.engine} {self.precision}, {windows}{layout}"
 
 
 @dataclass(frozen=True)
@@ -120,13 +127,15 @@ class EngineTimings:
     every length up to that one (lengths met in increasing order, as a server meets
     them; OpenVINO keeps each, ONNX Runtime's arena grows to the largest); and
     ``threads_ms``, one full-window call on each thread count measured (empty
-    where only one count could run)."""
+    where only one count could run); ``layout``, the decoder graph's as
+    :attr:`DecoderChoice.layout` names it."""
 
     engine: Engine
     precision: Precision
     call_ms: Mapping[int, float]
     memory_mb: Mapping[int, float]
     threads_ms: Mapping[int, float] = field(default_factory=dict)
+    layout: int = 0
 
     def ms_at(self, length: int) -> float:
         """ms for one call at ``length`` frames: measured, or linear between the
@@ -164,9 +173,14 @@ class Measurements:
     ort_peak_mb: Mapping[int, float] = field(default_factory=dict)
     unavailable: tuple[tuple[str, str], ...] = ()
 
-    def engine(self, engine: str, precision: str) -> EngineTimings | None:
+    def engine(self, engine: str, precision: str, layout: int = 0) -> EngineTimings | None:
         return next(
-            (e for e in self.engines if e.engine == engine and e.precision == precision), None
+            (
+                e
+                for e in self.engines
+                if e.engine == engine and e.precision == precision and e.layout == layout
+            ),
+            None,
         )
 
     def covers(self, choices: Iterable[DecoderChoice]) -> bool:
@@ -277,7 +291,7 @@ def first_window(timings: EngineTimings, context: int) -> int:
 
 
 def candidates(
-    *, openvino: bool, native_bf16: bool, openvino_f32: bool = False
+    *, openvino: bool, native_bf16: bool, openvino_f32: bool = False, layouts: Sequence[int] = ()
 ) -> tuple[DecoderChoice, ...]:
     """Every decoder choice worth measuring on this machine. ONNX Runtime float32 is
     always one (and the reference no choice may be slower than); bfloat16 on OpenVINO
@@ -288,104 +302,18 @@ def candidates(
     end it was no faster on Zen 4 and slower on Zen 3 (xlong 35.7 s against 27.2),
     its threads sharing the cores with ONNX Runtime's graphs between its calls, which
     a decoder-alone measurement cannot see; and it holds +300-520 MB. The int8
-    decoder changes the audio more (~27 dB SNR) and stays an explicit choice."""
-    out = [DecoderChoice("onnxruntime", "f32", w) for w in WINDOW_CHOICES]
+    decoder changes the audio more (~27 dB SNR) and stays an explicit choice.
+
+    ``layouts``: other layouts of the decoder's stages to try on ONNX Runtime, besides
+    the bundle's own (:mod:`yomiage.runtime.decoder_layouts`)."""
+    out = [
+        DecoderChoice("onnxruntime", "f32", w, layout=layout)
+        for layout in (0, *layouts)
+        for w in WINDOW_CHOICES
+    ]
     if openvino:
         if openvino_f32:
             out += [DecoderChoice("openvino", "f32", w) for w in OPENVINO_WINDOW_CHOICES]
         if native_bf16:
             out += [DecoderChoice("openvino", "bf16", w) for w in OPENVINO_WINDOW_CHOICES]
     return tuple(out)
-
-
-def judge(
-    choice: DecoderChoice,
-    measured: Measurements,
-    budget_mb: int,
-    frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
-) -> PlanOption | None:
-    """``choice`` predicted from the measurements (None when its engine or its
-    largest length was not measured)."""
-    timings = measured.engine(choice.engine, choice.precision)
-    if timings is None:
-        return None
-    lengths = choice.lengths(measured.context)
-    memory = timings.memory_up_to(lengths[-1])
-    if memory is None:
-        return None
-    seconds = tuple(
-        sum(timings.ms_at(n) for n in decoder_calls(choice, f, measured.context)) / 1000
-        for f in frames
-    )
-    peak = measured.floor_mb + memory
-    if choice.engine == "onnxruntime" and choice.window_frames in measured.ort_peak_mb:
-        peak = max(measured.floor_mb, measured.ort_peak_mb[choice.window_frames])
-    refused = None
-    if peak > budget_mb:
-        refused = f"~{peak:.0f} MB peak is over the {budget_mb} MB budget"
-    return PlanOption(choice, seconds, peak, refused)
-
-
-def choose_plan(
-    measured: Measurements,
-    budget_mb: int,
-    *,
-    threads: int,
-    basis: str,
-    allowed: Iterable[DecoderChoice],
-    frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
-    require_faster: bool = True,
-    thread_choices: Iterable[int] | None = None,
-) -> Plan:
-    """The fastest of ``allowed`` over the reference sentences whose predicted peak
-    fits ``budget_mb`` and (``require_faster``, as ``auto`` asks) that is no slower
-    than ONNX Runtime float32 (at the default windows) on any of them. Options within
-    :data:`SPEED_WORTH_MEMORY` of the fastest are even: of those, the one with the
-    least memory is taken, then the faster, then the first in the order of
-    :class:`DecoderChoice`, so the same measurements always give the same plan. When
-    nothing fits the budget, the option with the least memory is taken (its ``basis``
-    says so): a plan that runs is better than none. ``threads`` is the count the
-    decoder was measured at; where the chosen engine was measured at other counts too
-    (of ``thread_choices``, when given), :func:`choose_threads` picks among them."""
-    judged = [o for o in (judge(c, measured, budget_mb, frames) for c in allowed) if o]
-    reference = judge(DecoderChoice("onnxruntime", "f32"), measured, budget_mb, frames)
-    if reference is None:
-        raise ValueError("the measurements hold no ONNX Runtime float32 decoder to compare with")
-    if not judged:
-        raise ValueError("none of the choices allowed was measured")
-    options = []
-    for o in judged:
-        slower = [
-            f for f, mine, base in zip(frames, o.seconds, reference.seconds, strict=True)
-            if mine > base
-        ]  # fmt: skip
-        if require_faster and o.refused is None and slower and o.choice.engine != "onnxruntime":
-            o = PlanOption(o.choice, o.seconds, o.peak_mb,
-                           f"slower than ONNX Runtime float32 at {slower[0]} frames")  # fmt: skip
-        options.append(o)
-    eligible = [o for o in options if o.refused is None]
-    if eligible:
-        fastest = min(o.total_s for o in eligible)
-        even = [o for o in eligible if o.total_s <= fastest * (1 + SPEED_WORTH_MEMORY)]
-        best = min(even, key=lambda o: (o.peak_mb, round(o.total_s, 4), o.choice))
-        why = basis
-    else:
-        best = min(options, key=lambda o: (o.peak_mb, o.total_s, o.choice))
-        why = f"{basis}; no option fits the budget, the smallest taken"
-    others = sorted((o for o in options if o is not best),
-                    key=lambda o: (o.refused is not None, o.total_s))  # fmt: skip
-    timings = measured.engine(best.choice.engine, best.choice.precision)
-    threads_ms: dict[int, float] = {}
-    if timings is not None and not best.choice.keeps_shapes:
-        # Judged at the default first window (a stream's first call, the same for all);
-        # the first window itself is for first audio, chosen on its own measured call.
-        choice = replace(best.choice, first_window_frames=first_window(timings, measured.context))
-        best = replace(best, choice=choice)
-    if timings is not None:  # the decoder is 85% of the work: its count is the voice's
-        counts = set(timings.threads_ms if thread_choices is None else thread_choices)
-        threads_ms = {t: ms for t, ms in timings.threads_ms.items() if t in counts}
-        threads = choose_threads(threads_ms, threads)
-    ranked = [best, *others]
-    chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
-    return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked),
-                threads_ms=chosen_among)  # fmt: skip

@@ -1,4 +1,4 @@
-"""Measuring, on this machine, what :func:`~yomiage.runtime.plan.choose_plan` needs.
+"""Measuring, on this machine, what :func:`~yomiage.runtime.plan_choice.choose_plan` needs.
 
 Each measurement runs in a fresh process (``python -m yomiage.runtime.plan_measure``),
 because memory is what a plan is judged on and a process never gives its
@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,9 @@ class MeasureError(RuntimeError):
 class MeasureJob:
     """What to measure for one voice: its decoder graph, bundle and BERT, and the
     lengths to time on each engine and precision (the union of its candidate
-    schedules' lengths)."""
+    schedules' lengths); ``layouts``, the decoder in other layouts of its stages
+    (:mod:`yomiage.runtime.decoder_layouts`: layout -> graph) to time on ONNX
+    Runtime float32 as well."""
 
     decoder: Path
     bundle: Path
@@ -77,21 +79,31 @@ class MeasureJob:
     ort_windows: tuple[int, ...]  # ONNX Runtime schedules whose whole peak to measure
     context: int
     compiled_dir: Path | None
+    layouts: Mapping[int, Path] = field(default_factory=dict)
 
 
 def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> Measurements:
-    """The decoder on each engine and precision of ``job.lengths``, and the floor, each
-    in a fresh process."""
+    """The decoder on each engine and precision of ``job.lengths`` (and in each of
+    ``job.layouts``), and the floor, each in a fresh process."""
     timings, unavailable = [], []
-    steps = len(job.lengths) + 1
-    for i, ((engine, precision), lengths) in enumerate(sorted(job.lengths.items()), 1):
-        progress(f"measuring the decoder on {engine} {precision} ({i}/{steps}, once per CPU)")
+    ort = ("onnxruntime", "f32")
+    runs = [(engine, precision, 0) for engine, precision in sorted(job.lengths)]
+    runs += [(*ort, layout) for layout in sorted(job.layouts) if ort in job.lengths]
+    steps = len(runs) + 1
+    for i, (engine, precision, layout) in enumerate(runs, 1):
+        what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
+        progress(f"measuring the decoder on {what} ({i}/{steps}, once per CPU)")
+        decoder = job.layouts[layout] if layout else job.decoder
         try:
             raw = _child({"what": "decoder", "engine": engine, "precision": precision,
-                          **_plain(job), "lengths": list(lengths)})  # fmt: skip
+                          **_plain(job), "decoder": str(decoder),
+                          "lengths": list(job.lengths[engine, precision])})  # fmt: skip
         except MeasureError as exc:
-            if (engine, precision) == ("onnxruntime", "f32"):
+            if (engine, precision, layout) == (*ort, 0):
                 raise  # the reference every plan is judged against
+            if layout:  # that layout is no option; the bundle's own still is
+                log.warning("%s left out of the plan: %s", what, exc)
+                continue
             # An engine that cannot run here (OpenVINO installed but broken, say) is
             # no option; the others still are.
             log.warning("%s %s left out of the plan: %s", engine, precision, exc)
@@ -104,6 +116,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
                 {int(k): float(v) for k, v in raw["call_ms"].items()},
                 {int(k): float(v) for k, v in raw["memory_mb"].items()},
                 {int(k): float(v) for k, v in raw.get("threads_ms", {}).items()},
+                layout,
             )
         )
     progress(f"measuring the memory of the rest of the engine ({steps}/{steps})")
@@ -193,7 +206,7 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     # Trimmed as a request's windows are: a first window has context on its right only.
     trims = None
     if not session.few_shapes and TRIM_INPUT in session.input_names:
-        trims = read_manifest(Path(args["decoder"]).parent).stage_trims
+        trims = read_manifest(Path(args["bundle"])).stage_trims
     context, firsts = args["context"], set(first_call_lengths(args["context"]))
 
     def feeds(length: int) -> dict[str, Any]:

@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 # itself (a plan on ONNX Runtime no longer loads it at all). 5: a decoder that takes
 # trims is timed with the trims a request's windows get (runtime/stage_trims.py).
 # 6: decoders converted since run their wide stages 2-D (export/decoder_layout.py), which
-# changes both their time and their memory per window.
-FORMAT_VERSION = 6
+# changes both their time and their memory per window. 7: the decoder is timed in other
+# layouts of its stages too (runtime/decoder_layouts.py).
+FORMAT_VERSION = 7
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
@@ -131,6 +132,7 @@ class PlanStore:
                         "call_ms": {str(n): ms for n, ms in sorted(e.call_ms.items())},
                         "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
                         "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
+                        "layout": e.layout,
                     }
                     for e in measured.engines
                 ],
@@ -160,6 +162,7 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
                 {int(n): float(ms) for n, ms in e["call_ms"].items()},
                 {int(n): float(mb) for n, mb in e["memory_mb"].items()},
                 {int(t): float(ms) for t, ms in e.get("threads_ms", {}).items()},
+                int(e.get("layout", 0)),
             )
         )
     ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}

@@ -14,6 +14,10 @@ The order of the decision, all of it here:
    ~3 min on 2 cores, logged as it goes), and
    :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
+   Where the cache can keep them, ONNX Runtime float32 is also timed with the
+   decoder's stages in the other layouts of
+   :data:`~yomiage.runtime.decoder_layouts.LAYOUT_CHOICES`, and a plan that takes
+   one runs a graph made from the bundle's (:meth:`Planner.decoder_graph`).
 """
 
 from __future__ import annotations
@@ -23,11 +27,17 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from yomiage.runtime.bundle import VoiceManifest
 from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
+from yomiage.runtime.decoder_layouts import (
+    LAYOUT_CHOICES,
+    DecoderLayouts,
+    LayoutError,
+    bundle_layout,
+)
 from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, graph_bytes
 from yomiage.runtime.plan import (
     DEFAULT_MEMORY_BUDGET_MB,
@@ -35,9 +45,9 @@ from yomiage.runtime.plan import (
     Measurements,
     Plan,
     candidates,
-    choose_plan,
     first_call_lengths,
 )
+from yomiage.runtime.plan_choice import choose_plan
 from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError, MeasureJob, measure
 from yomiage.runtime.plan_store import PlanKey, PlanStore, cpu_identity, voice_architecture
 from yomiage.runtime.sessions import Sessions, openvino_version
@@ -74,11 +84,13 @@ class Planner:
         store: PlanStore | None = None,
         measure_plan: bool | None = None,
         compiled_dir: Path | None = None,
+        layouts: DecoderLayouts | None = None,
         measure_fn: Measure = measure,
     ) -> None:
         """``measure_plan=None``: measure unless the environment says
-        ``YOMIAGE_PLAN_MEASURE=0``. ``measure_fn`` takes the measurements (tests give
-        their own)."""
+        ``YOMIAGE_PLAN_MEASURE=0``. ``layouts`` keeps decoders made in other layouts
+        (None: only the bundle's own is tried). ``measure_fn`` takes the measurements
+        (tests give their own)."""
         self.sessions = sessions
         self.bert = bert
         self.decoder_precision = decoder_precision
@@ -88,6 +100,7 @@ class Planner:
             measure_plan = os.environ.get(MEASURE_ENV, "1").strip() not in ("0", "false", "no")
         self.measure_plan = measure_plan
         self.compiled_dir = compiled_dir
+        self.layouts = layouts
         self._measure = measure_fn
         self._lock = threading.Lock()
 
@@ -108,7 +121,7 @@ class Planner:
                         f"{small} runs on ONNX Runtime", threads)  # fmt: skip
         has_openvino = self.sessions.has_openvino
         native = has_openvino and self.sessions.native_bf16
-        allowed = self._allowed(has_openvino, native)
+        allowed = self._allowed(has_openvino, native, self._other_layouts(manifest))
         if not self.measure_plan or self.store is None:
             why = "measuring is off" if not self.measure_plan else "no cache to keep it in"
             return self._fallback(has_openvino, native, why)
@@ -142,8 +155,39 @@ class Planner:
         log.info("plan for %s: %s", manifest.name, plan.describe())
         return plan
 
-    def _allowed(self, has_openvino: bool, native: bool) -> tuple[DecoderChoice, ...]:
-        every = candidates(openvino=has_openvino, native_bf16=native)
+    def decoder_graph(self, manifest: VoiceManifest, plan: Plan) -> tuple[Plan, Path]:
+        """The decoder graph ``plan`` runs for the bundle of ``manifest``: the bundle's
+        own, or the one made in the plan's layout. Where that cannot be made (a full
+        disk, say), the bundle's own, with a warning, and the plan says so."""
+        decoder = manifest.file("decoder.onnx")
+        layout = plan.decoder.layout
+        key = self._layout_key(manifest)
+        if not layout or self.layouts is None or key is None:
+            return replace(plan, decoder=replace(plan.decoder, layout=0)), decoder
+        try:
+            return plan, self.layouts.graph(decoder, key, layout)
+        except LayoutError as exc:
+            log.warning("%s; its decoder runs as the bundle has it", exc)
+            return replace(plan, decoder=replace(plan.decoder, layout=0)), decoder
+
+    def _layout_key(self, manifest: VoiceManifest) -> str | None:
+        """What names the bundle's decoder in the layouts' folder: its two files' sha256."""
+        graph, data = manifest.files.get("decoder.onnx"), manifest.files.get("decoder.onnx.data")
+        return f"{graph[:16]}{data[:16]}" if graph and data else None
+
+    def _other_layouts(self, manifest: VoiceManifest) -> tuple[int, ...]:
+        """The layouts worth timing besides the bundle's own (none without a cache)."""
+        if self.layouts is None or self._layout_key(manifest) is None:
+            return ()
+        if self.decoder_precision not in ("auto", "fp32"):
+            return ()
+        own = bundle_layout(manifest.file("decoder.onnx"))
+        return tuple(n for n in LAYOUT_CHOICES if n != own)
+
+    def _allowed(
+        self, has_openvino: bool, native: bool, layouts: tuple[int, ...] = ()
+    ) -> tuple[DecoderChoice, ...]:
+        every = candidates(openvino=has_openvino, native_bf16=native, layouts=layouts)
         if self.decoder_precision == "fp32":
             return tuple(c for c in every if c.precision == "f32")
         if self.decoder_precision == "bf16":  # explicit: honoured even where it is emulated
@@ -190,6 +234,15 @@ class Planner:
             lengths.setdefault((c.engine, c.precision), set()).update(c.lengths(context))
             if not c.keeps_shapes:  # its first window is chosen by its own call's time
                 lengths[c.engine, c.precision].update(first_call_lengths(context))
+        layouts = {}
+        key = self._layout_key(manifest)
+        for layout in sorted({c.layout for c in allowed if c.layout}):
+            if self.layouts is None or key is None:
+                break
+            try:
+                layouts[layout] = self.layouts.graph(manifest.file("decoder.onnx"), key, layout)
+            except LayoutError as exc:
+                log.warning("%s; that layout is left out of the plan", exc)
         job = MeasureJob(
             decoder=manifest.file("decoder.onnx"),
             bundle=manifest.path,
@@ -203,6 +256,7 @@ class Planner:
             ort_windows=tuple(sorted(ort_windows)),
             context=context,
             compiled_dir=self.compiled_dir,
+            layouts=layouts,
         )
         log.warning(
             "choosing how to run %s on this CPU: measuring %d engine(s), once "

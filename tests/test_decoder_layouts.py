@@ -1,0 +1,179 @@
+"""The decoder in another layout of its stages: made once, whole or not at all, timed by
+the plan, and run by the voice whose plan chose it."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+import numpy as np
+import onnx
+import pytest
+
+from yomiage.export.decoder_layout import two_d_from
+from yomiage.runtime import decoder_layouts
+from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.decoder_layouts import (
+    LAYOUT_CHOICES,
+    DecoderLayouts,
+    LayoutError,
+    bundle_layout,
+)
+from yomiage.runtime.plan import DecoderChoice, EngineTimings, Measurements, Plan
+from yomiage.runtime.plan_measure import MeasureJob
+from yomiage.runtime.plan_store import PlanStore
+from yomiage.runtime.planner import BertGraph, Planner
+from yomiage.runtime.sessions import Sessions
+
+TINY = Path(__file__).parent / "data" / "voices" / "tiny"
+DECODER = TINY / "decoder.onnx"
+LENGTHS = (23, 31, 47, 62, 94, 158, 286, 542)
+
+
+def test_a_layout_is_made_once_and_the_bundles_own_is_the_bundles_file(tmp_path: Path) -> None:
+    layouts = DecoderLayouts(tmp_path / "decoders")
+    assert layouts.graph(DECODER, "abc", 0) == DECODER
+    assert not (tmp_path / "decoders").exists()
+    made = layouts.graph(DECODER, "abc", 1)  # the tiny voice's stages are all narrow
+    assert made == tmp_path / "decoders" / "abc-2d1" / "decoder.onnx"
+    data = made.with_name("decoder.onnx.data")  # weights beside it, mapped as a bundle's
+    assert data.stat().st_size >= 0.9 * (TINY / "decoder.onnx.data").stat().st_size
+    assert made.parent.stat().st_mode & 0o777 == 0o755 and data.stat().st_mode & 0o777 == 0o644
+    assert two_d_from(onnx.load(str(made))) == min(_upsampler_widths())
+    stamp = made.stat().st_mtime_ns
+    assert layouts.graph(DECODER, "abc", 1) == made and made.stat().st_mtime_ns == stamp
+    assert bundle_layout(DECODER) == 0 and bundle_layout(made) == min(_upsampler_widths())
+
+
+@pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyError("x")])
+def test_a_layout_that_fails_midway_leaves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception
+) -> None:
+    """A full disk while writing, or an error nobody expected: LayoutError naming the
+    folder, and no file, whole or half, left behind."""
+
+    def broken(model: object, path: Path) -> None:
+        path.with_name("decoder.onnx.data").write_bytes(b"half")  # what a crash leaves
+        raise failure
+
+    monkeypatch.setattr(decoder_layouts, "_save", broken)
+    root = tmp_path / "decoders"
+    with pytest.raises(LayoutError, match=r"2-D in .*decoders"):
+        DecoderLayouts(root).graph(DECODER, "abc", 1)
+    assert list(root.iterdir()) == []
+    monkeypatch.undo()
+    assert DecoderLayouts(root).graph(DECODER, "abc", 1).is_file()  # the next try makes it
+
+
+def _upsampler_widths() -> list[int]:
+    model = onnx.load(str(DECODER), load_external_data=False)
+    kernels = {t.name: list(t.dims) for t in model.graph.initializer}
+    return [kernels[n.input[1]][1] for n in model.graph.node if n.op_type == "ConvTranspose"]
+
+
+class Measured:
+    """Measurements as a plan's measuring would return them, with a faster layout."""
+
+    def __init__(self, faster_layout: int) -> None:
+        self.faster_layout = faster_layout
+        self.jobs: list[MeasureJob] = []
+
+    def __call__(self, job: MeasureJob) -> Measurements:
+        self.jobs.append(job)
+
+        def timings(ms_per_frame: float, layout: int) -> EngineTimings:
+            return EngineTimings("onnxruntime", "f32", {n: ms_per_frame * n for n in LENGTHS},
+                                 {n: 40.0 + n / 10 for n in LENGTHS}, layout=layout)  # fmt: skip
+
+        engines = [timings(4.0, 0)]
+        engines += [timings(3.0 if n == self.faster_layout else 4.0, n) for n in job.layouts]
+        return Measurements(600.0, tuple(engines), job.context)
+
+
+def _planner(tmp_path: Path, measure: Measured, layouts: bool = True) -> Planner:
+    bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
+    return Planner(Sessions(2, openvino=False), bert, store=PlanStore(tmp_path / "plans"),
+                   measure_plan=True, measure_fn=measure,
+                   layouts=DecoderLayouts(tmp_path / "decoders") if layouts else None)  # fmt: skip
+
+
+@pytest.fixture
+def big_tiny(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The tiny voice, its decoder taken for a full-size one (so it is planned)."""
+    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    return read_manifest(TINY)
+
+
+def test_the_plan_times_each_other_layout_and_takes_the_faster(
+    tmp_path: Path, big_tiny: object
+) -> None:
+    measure = Measured(faster_layout=128)
+    planner = _planner(tmp_path, measure)
+    plan = planner.plan_for(big_tiny)  # type: ignore[arg-type]
+    (job,) = measure.jobs
+    # The tiny bundle is 1-D: every layout of the choices is another one, made to be timed.
+    assert set(job.layouts) == set(LAYOUT_CHOICES)
+    assert all(path.is_file() and path.parent.parent == tmp_path / "decoders"
+               for path in job.layouts.values())  # fmt: skip
+    assert plan.decoder.layout == 128 and "2-D from 128 channels" in plan.describe()
+    running, graph = planner.decoder_graph(big_tiny, plan)  # type: ignore[arg-type]
+    assert running == plan and graph == job.layouts[128]
+
+
+def test_a_layout_no_faster_leaves_the_bundles_own(tmp_path: Path, big_tiny: object) -> None:
+    plan = _planner(tmp_path, Measured(faster_layout=-1)).plan_for(big_tiny)  # type: ignore[arg-type]
+    assert plan.decoder.layout == 0
+
+
+def test_without_a_cache_for_them_no_layout_is_made_or_timed(
+    tmp_path: Path, big_tiny: object
+) -> None:
+    measure = Measured(faster_layout=128)
+    plan = _planner(tmp_path, measure, layouts=False).plan_for(big_tiny)  # type: ignore[arg-type]
+    assert measure.jobs[0].layouts == {} and plan.decoder.layout == 0
+    assert not (tmp_path / "decoders").exists()
+
+
+def test_a_layout_that_cannot_be_made_at_load_runs_the_bundles_own(
+    tmp_path: Path, big_tiny: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    planner = _planner(tmp_path, Measured(faster_layout=128))
+    plan = planner.plan_for(big_tiny)  # type: ignore[arg-type]
+    shutil.rmtree(tmp_path / "decoders")  # the cache was cleared, and now the disk is full
+
+    def full(*args: object) -> Path:
+        raise LayoutError("cannot make decoder.onnx: disk full")
+
+    monkeypatch.setattr(DecoderLayouts, "graph", full)
+    running, graph = planner.decoder_graph(big_tiny, plan)  # type: ignore[arg-type]
+    assert plan.decoder.layout == 128
+    assert graph == DECODER and running.decoder == replace(plan.decoder, layout=0)
+
+
+def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
+    tmp_path: Path,
+) -> None:
+    from yomiage.runtime.onnx_voice import BundleVoice
+    from yomiage.runtime.sessions import probe_speaker
+
+    class Recording(Sessions):
+        opened: ClassVar[list[Path]] = []
+
+        def open(self, path: Path, *args: object, **kw: object):  # type: ignore[no-untyped-def]
+            self.opened.append(path)
+            return super().open(path, *args, **kw)  # type: ignore[arg-type]
+
+    sessions = Recording(1, openvino=False)
+    made = DecoderLayouts(tmp_path).graph(DECODER, "abc", 1)
+    plan = Plan(DecoderChoice("onnxruntime", "f32", layout=1), 1000, "test", threads=1)
+    placement = plan.placement("fp32", automatic=True)
+    own = BundleVoice(TINY, sessions, placement)
+    other = BundleVoice(TINY, sessions, placement, plan=plan, decoder_graph=made)
+    assert sessions.opened[2] == DECODER and sessions.opened[5] == made
+    rng = np.random.default_rng(0)
+    z = rng.standard_normal((1, own.manifest.inter_channels, 9)).astype(np.float32)
+    feeds = {"z": z, **probe_speaker(own.decoder, rng)}
+    want = own.decoder.run(feeds)[0]
+    np.testing.assert_allclose(other.decoder.run(feeds)[0], want, atol=1e-6)
