@@ -172,6 +172,8 @@ def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
     own = BundleVoice(TINY, sessions, placement)
     other = BundleVoice(TINY, sessions, placement, plan=plan, decoder_graph=made)
     assert sessions.opened[2] == DECODER and sessions.opened[5] == made
+    assert other.info.runtime.endswith(", decoder 2-D from 1 channels (measured)")
+    assert "2-D" not in own.info.runtime
     rng = np.random.default_rng(0)
     z = rng.standard_normal((1, own.manifest.inter_channels, 9)).astype(np.float32)
     feeds = {"z": z, **probe_speaker(own.decoder, rng)}

@@ -117,6 +117,8 @@ class BundleVoice:
         runtime = self.placement.describe()
         if threads is not None and threads != sessions.threads:  # the plan measured another
             runtime += f", {threads} thread{'s' * (threads != 1)} (measured)"
+        if graph != m.file(decoder) and plan is not None and plan.decoder.layout:
+            runtime += f", decoder 2-D from {plan.decoder.layout} channels (measured)"
         self.info = VoiceInfo(
             sample_rate=m.sampling_rate,
             hop_length=m.hop_length,

@@ -4,7 +4,9 @@ Each measurement runs in a fresh process (``python -m yomiage.runtime.plan_measu
 because memory is what a plan is judged on and a process never gives its
 high-water mark back: OpenVINO keeps the kernels of every length it has seen,
 ONNX Runtime's arena keeps its largest working set. One process per engine and
-precision times the decoder alone at each window length of the schedules
+precision (and per other layout of the decoder's stages, on ONNX Runtime: see
+:mod:`yomiage.runtime.decoder_layouts`) times the decoder alone at each window
+length of the schedules
 (smallest first, as a server meets them) and records the memory it has added
 after each, then one full window at each thread count the plan may choose
 (:func:`yomiage.runtime.cpu.thread_choices`). One more runs the whole engine on
