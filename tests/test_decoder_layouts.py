@@ -19,7 +19,7 @@ from yomiage.runtime.decoder_layouts import (
     LAYOUT_CHOICES,
     DecoderLayouts,
     LayoutError,
-    bundle_layout,
+    make_layout,
 )
 from yomiage.runtime.plan import DecoderChoice, EngineTimings, Measurements, Plan
 from yomiage.runtime.plan_measure import MeasureJob
@@ -36,15 +36,17 @@ def test_a_layout_is_made_once_and_the_bundles_own_is_the_bundles_file(tmp_path:
     layouts = DecoderLayouts(tmp_path / "decoders")
     assert layouts.graph(DECODER, "abc", 0) == DECODER
     assert not (tmp_path / "decoders").exists()
-    made = layouts.graph(DECODER, "abc", 1)  # the tiny voice's stages are all narrow
+    made = layouts.graph(DECODER, "abc", 1)  # in a child; the tiny voice's stages are narrow
     assert made == tmp_path / "decoders" / "abc-2d1" / "decoder.onnx"
+    assert two_d_from(onnx.load(str(made))) == min(_upsampler_widths())
     data = made.with_name("decoder.onnx.data")  # weights beside it, mapped as a bundle's
     assert data.stat().st_size >= 0.9 * (TINY / "decoder.onnx.data").stat().st_size
     assert made.parent.stat().st_mode & 0o777 == 0o755 and data.stat().st_mode & 0o777 == 0o644
-    assert two_d_from(onnx.load(str(made))) == min(_upsampler_widths())
     stamp = made.stat().st_mtime_ns
     assert layouts.graph(DECODER, "abc", 1) == made and made.stat().st_mtime_ns == stamp
-    assert bundle_layout(DECODER) == 0 and bundle_layout(made) == min(_upsampler_widths())
+    # A graph that has the layout asked for already is its own: nothing is made.
+    assert layouts.graph(made, "def", min(_upsampler_widths())) == made
+    assert not layouts.folder("def", min(_upsampler_widths())).exists()
 
 
 @pytest.mark.parametrize("failure", [OSError(28, "No space left on device"), KeyError("x")])
@@ -52,7 +54,7 @@ def test_a_layout_that_fails_midway_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: Exception
 ) -> None:
     """A full disk while writing, or an error nobody expected: LayoutError naming the
-    folder, and no file, whole or half, left behind."""
+    folder, and no file, whole or half, left behind; the next try makes it."""
 
     def broken(model: object, path: Path) -> None:
         path.with_name("decoder.onnx.data").write_bytes(b"half")  # what a crash leaves
@@ -61,10 +63,17 @@ def test_a_layout_that_fails_midway_leaves_nothing(
     monkeypatch.setattr(decoder_layouts, "_save", broken)
     root = tmp_path / "decoders"
     with pytest.raises(LayoutError, match=r"2-D in .*decoders"):
-        DecoderLayouts(root).graph(DECODER, "abc", 1)
+        make_layout(DECODER, root / "abc-2d1", 1)
     assert list(root.iterdir()) == []
     monkeypatch.undo()
-    assert DecoderLayouts(root).graph(DECODER, "abc", 1).is_file()  # the next try makes it
+    assert make_layout(DECODER, root / "abc-2d1", 1)
+    assert [p.name for p in root.iterdir()] == ["abc-2d1"]
+
+
+def test_a_layout_the_child_cannot_make_is_a_layout_error(tmp_path: Path) -> None:
+    (tmp_path / "decoders").write_text("a file where the folder should be")
+    with pytest.raises(LayoutError, match="decoders"):
+        DecoderLayouts(tmp_path / "decoders").graph(DECODER, "abc", 1)
 
 
 def _upsampler_widths() -> list[int]:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import logging
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,24 +32,20 @@ log = logging.getLogger(__name__)
 # The layouts a plan may choose among besides its bundle's own: the stages of at least
 # this many channels run 2-D (the fastest on Zen 3 and on Zen 5 respectively, above).
 LAYOUT_CHOICES = (64, 128)
+MAKE_TIMEOUT_S = 600.0
 
 
 class LayoutError(RuntimeError):
     """A decoder in another layout could not be made or kept (the bundle's own runs)."""
 
 
-def bundle_layout(decoder: Path) -> int:
-    """The channels from which ``decoder``'s stages are 2-D; 0 where none is (read from
-    the graph alone, without its weights)."""
-    import onnx
-
-    from yomiage.export.decoder_layout import two_d_from
-
-    return two_d_from(onnx.load(str(decoder), load_external_data=False)) or 0
-
-
 class DecoderLayouts:
-    """The decoder graphs made in other layouts, under one folder of the cache."""
+    """The decoder graphs made in other layouts, under one folder of the cache.
+
+    A graph is made in a child process (``python -m yomiage.runtime.decoder_layouts``):
+    reading and rewriting it takes the ``onnx`` package, which a serving process
+    otherwise never imports (+12 MB resident), and the full-size decoder's 57 MB of
+    weights once more."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -57,48 +55,68 @@ class DecoderLayouts:
 
     def graph(self, decoder: Path, key: str, layout: int) -> Path:
         """``decoder`` (its bundle's files named by ``key``) with its stages of ``layout``
-        channels or more 2-D, the rest 1-D: ``decoder`` itself for layout 0 (the
-        bundle's own), else the kept graph, made now if it is not kept yet. Its weights
-        lie beside it in ``decoder.onnx.data``, as in a bundle, so ONNX Runtime maps
-        them rather than copying them (+50 MB resident on the full-size voice when
-        they were inside the graph's file). Made whole or not at all: in a temporary
-        folder, then renamed. LayoutError if it cannot be made or written."""
+        channels or more 2-D, the rest 1-D: the kept graph, made now if it is not kept
+        yet; ``decoder`` itself for layout 0 or where it has that layout already.
+        LayoutError if it cannot be made or written."""
         if layout == 0:
             return decoder
-        folder = self.folder(key, layout)
-        graph = folder / "decoder.onnx"
+        graph = self.folder(key, layout) / "decoder.onnx"
         if graph.is_file():
             return graph
         started = time.perf_counter()
+        command = [sys.executable, "-m", __name__, str(decoder), str(graph.parent), str(layout)]
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            made = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=self.root))
-        except OSError as exc:
-            raise LayoutError(f"cannot keep decoders in {self.root}: {exc}") from exc
+            done = subprocess.run(command, capture_output=True, text=True, timeout=MAKE_TIMEOUT_S,
+                                  check=False)  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise LayoutError(f"cannot make {decoder.name} in another layout: {exc}") from exc
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise LayoutError(tail)
+        if graph.is_file():
+            log.info("made %s (%.1f s)", graph, time.perf_counter() - started)
+            return graph
+        return decoder  # it has that layout already
+
+
+def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
+    """Write ``decoder`` with its stages of ``layout`` channels or more 2-D into
+    ``folder`` (``decoder.onnx`` and its weights beside it in ``decoder.onnx.data``, as
+    in a bundle, so ONNX Runtime maps them rather than copying them: +50 MB resident
+    on the full-size voice with the weights inside the graph's file). False, and
+    nothing written, where ``decoder`` has that layout already. Whole or not at all:
+    made in a temporary folder beside ``folder``, then renamed. LayoutError naming the
+    cache folder if it cannot be made or written."""
+    import onnx
+
+    from yomiage.export.decoder_layout import relayout, two_d_from
+
+    root = folder.parent
+    try:
+        model = onnx.load(str(decoder))
+        if (two_d_from(model) or 0) == layout:
+            return False
+        relayout(model, layout)
+        root.mkdir(parents=True, exist_ok=True)
+        made = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))
+    except Exception as exc:  # onnx's and protobuf's own errors, OSError, ValueError
+        raise LayoutError(f"cannot make {decoder.name} with stages from {layout} channels "
+                          f"2-D in {root}: {exc}") from exc  # fmt: skip
+    try:
+        _save(model, made / "decoder.onnx")
+        for path in (made, *made.iterdir()):  # as the rest of the cache: not private
+            path.chmod(0o755 if path.is_dir() else 0o644)
         try:
-            import onnx
-
-            from yomiage.export.decoder_layout import relayout
-
-            model = onnx.load(str(decoder))
-            relayout(model, layout)
-            _save(model, made / "decoder.onnx")
-            for path in (made, *made.iterdir()):  # as the rest of the cache: not private
-                path.chmod(0o755 if path.is_dir() else 0o644)
-            try:
-                made.rename(folder)
-            except OSError:
-                if not graph.is_file():  # not another process that made it first
-                    raise
-        except Exception as exc:  # onnx's and protobuf's own errors, OSError, ValueError
-            raise LayoutError(
-                f"cannot make {decoder.name} with stages from {layout} channels 2-D in "
-                f"{self.root}: {exc}"
-            ) from exc
-        finally:
-            shutil.rmtree(made, ignore_errors=True)
-        log.info("made %s (%.1f s)", graph, time.perf_counter() - started)
-        return graph
+            made.rename(folder)
+        except OSError:
+            if not (folder / "decoder.onnx").is_file():  # not another process first
+                raise
+    except Exception as exc:
+        raise LayoutError(f"cannot make {decoder.name} with stages from {layout} channels "
+                          f"2-D in {root}: {exc}") from exc  # fmt: skip
+    finally:
+        shutil.rmtree(made, ignore_errors=True)
+    return True
 
 
 def _save(model: Any, path: Path) -> None:
@@ -106,3 +124,18 @@ def _save(model: Any, path: Path) -> None:
 
     onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
               location=f"{path.name}.data", size_threshold=1024)  # fmt: skip
+
+
+def main(argv: list[str]) -> int:
+    """The child: ``DECODER FOLDER LAYOUT``; a LayoutError's message on stderr, exit 1."""
+    decoder, folder, layout = Path(argv[0]), Path(argv[1]), int(argv[2])
+    try:
+        make_layout(decoder, folder, layout)
+    except LayoutError as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -32,12 +32,7 @@ from pathlib import Path
 
 from yomiage.runtime.bundle import VoiceManifest
 from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
-from yomiage.runtime.decoder_layouts import (
-    LAYOUT_CHOICES,
-    DecoderLayouts,
-    LayoutError,
-    bundle_layout,
-)
+from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, graph_bytes
 from yomiage.runtime.plan import (
     DEFAULT_MEMORY_BUDGET_MB,
@@ -176,13 +171,12 @@ class Planner:
         return f"{graph[:16]}{data[:16]}" if graph and data else None
 
     def _other_layouts(self, manifest: VoiceManifest) -> tuple[int, ...]:
-        """The layouts worth timing besides the bundle's own (none without a cache)."""
+        """The layouts to try besides the bundle's own (none without a cache). The one
+        the bundle has is timed as its own (no graph is made for it), so that choice
+        has no timings of its own and is never taken."""
         if self.layouts is None or self._layout_key(manifest) is None:
             return ()
-        if self.decoder_precision not in ("auto", "fp32"):
-            return ()
-        own = bundle_layout(manifest.file("decoder.onnx"))
-        return tuple(n for n in LAYOUT_CHOICES if n != own)
+        return LAYOUT_CHOICES if self.decoder_precision in ("auto", "fp32") else ()
 
     def _allowed(
         self, has_openvino: bool, native: bool, layouts: tuple[int, ...] = ()
@@ -235,14 +229,17 @@ class Planner:
             if not c.keeps_shapes:  # its first window is chosen by its own call's time
                 lengths[c.engine, c.precision].update(first_call_lengths(context))
         layouts = {}
-        key = self._layout_key(manifest)
+        decoder, key = manifest.file("decoder.onnx"), self._layout_key(manifest)
         for layout in sorted({c.layout for c in allowed if c.layout}):
             if self.layouts is None or key is None:
                 break
             try:
-                layouts[layout] = self.layouts.graph(manifest.file("decoder.onnx"), key, layout)
+                graph = self.layouts.graph(decoder, key, layout)
             except LayoutError as exc:
                 log.warning("%s; that layout is left out of the plan", exc)
+                continue
+            if graph != decoder:  # the bundle's own layout is timed as the bundle's
+                layouts[layout] = graph
         job = MeasureJob(
             decoder=manifest.file("decoder.onnx"),
             bundle=manifest.path,
