@@ -188,3 +188,24 @@ def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
     feeds = {"z": z, **probe_speaker(own.decoder, rng)}
     want = own.decoder.run(feeds)[0]
     np.testing.assert_allclose(other.decoder.run(feeds)[0], want, atol=1e-6)
+
+
+def test_a_made_decoder_damaged_since_is_removed_and_the_bundles_own_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from yomiage.runtime.onnx_backend import OnnxBackend
+
+    backend = OnnxBackend(TINY / "bert", threads=1, decoder_precision="fp32", openvino=False,
+                          layouts_dir=tmp_path / "decoders")  # fmt: skip
+    made = backend.planner.layouts.graph(DECODER, "abc", 1)  # type: ignore[union-attr]
+    made.with_name("decoder.onnx.data").write_bytes(b"damaged")
+    chosen = Plan(DecoderChoice("onnxruntime", "f32", layout=1), 1000, "test", threads=1)
+    monkeypatch.setattr(backend, "plan", lambda folder: chosen)
+    monkeypatch.setattr(backend.planner, "_layout_key", lambda manifest: "abc")
+    voice = backend.load_voice(TINY)
+    assert "cannot load ONNX graph" in caplog.text and "bundle's own decoder runs" in caplog.text
+    assert voice.plan is not None and voice.plan.decoder.layout == 0
+    assert "2-D" not in voice.info.runtime
+    assert not made.parent.exists()  # made again on the next load
+    assert backend.planner.decoder_graph(read_manifest(TINY), chosen)[1] == made
+    assert backend.load_voice(TINY).info.runtime.endswith("2-D from 1 channels (measured)")

@@ -78,6 +78,11 @@ class DecoderLayouts:
             return graph
         return decoder  # it has that layout already
 
+    def discard(self, graph: Path) -> None:
+        """Remove a graph :meth:`graph` made (its folder); anything else is left alone."""
+        if graph.parent.parent == self.root:
+            shutil.rmtree(graph.parent, ignore_errors=True)
+
 
 def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
     """Write ``decoder`` with its stages of ``layout`` channels or more 2-D into

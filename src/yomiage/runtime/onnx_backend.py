@@ -10,7 +10,9 @@ both are :class:`~yomiage.runtime.voice.Voice` objects.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,8 @@ __all__ = ["BERT_PRECISIONS", "OnnxBackend", "session_options"]
 
 
 OnnxVoice = BundleVoice | HayakoeVoice
+
+log = logging.getLogger(__name__)
 
 
 class OnnxBackend:
@@ -119,27 +123,44 @@ class OnnxBackend:
                 )
             voice = HayakoeVoice(folder, self.sessions)
         else:
-            plan = self.plan(folder)
-            plan, decoder = self.planner.decoder_graph(read_manifest(folder), plan)
-            precision = "int8" if self.decoder_precision == "int8" else plan.decoder.precision
-            voice = BundleVoice(
-                folder,
-                self.sessions,
-                plan.placement(
-                    "fp32" if precision == "f32" else precision,
-                    automatic=self.decoder_precision == "auto",
-                ),
-                windowing=self.windowing or plan.windowing,
-                verified_dir=self.verified_dir,
-                plan=plan,
-                decoder_graph=decoder,
-            )
+            voice = self._load_bundle(folder)
         if voice.bert_dim != self.bert.hidden_size:
             raise ModelLoadError(
                 f"{folder}: the voice expects BERT features of width {voice.bert_dim}, "
                 f"the BERT gives {self.bert.hidden_size}"
             )
         return voice
+
+    def _load_bundle(self, folder: Path) -> BundleVoice:
+        manifest = read_manifest(folder)
+        plan, decoder = self.planner.decoder_graph(manifest, self.plan(folder))
+        try:
+            return self._bundle_voice(folder, plan, decoder)
+        except ModelLoadError as exc:
+            own = manifest.file("decoder.onnx")
+            if decoder == own or str(decoder) not in str(exc):
+                raise
+            # The decoder made in the plan's layout no longer loads (its files in the
+            # cache damaged since): the bundle's own serves now, the next load makes it again.
+            log.warning("%s; it is removed and the bundle's own decoder runs", exc)
+            self.planner.forget_layout(decoder)
+            plan = replace(plan, decoder=replace(plan.decoder, layout=0))
+            return self._bundle_voice(folder, plan, own)
+
+    def _bundle_voice(self, folder: Path, plan: Plan, decoder: Path) -> BundleVoice:
+        precision = "int8" if self.decoder_precision == "int8" else plan.decoder.precision
+        return BundleVoice(
+            folder,
+            self.sessions,
+            plan.placement(
+                "fp32" if precision == "f32" else precision,
+                automatic=self.decoder_precision == "auto",
+            ),
+            windowing=self.windowing or plan.windowing,
+            verified_dir=self.verified_dir,
+            plan=plan,
+            decoder_graph=decoder,
+        )
 
     def new_rng(self, seed: int | None) -> np.random.Generator:
         return np.random.default_rng(seed)

@@ -165,6 +165,11 @@ class Planner:
             log.warning("%s; its decoder runs as the bundle has it", exc)
             return replace(plan, decoder=replace(plan.decoder, layout=0)), decoder
 
+    def forget_layout(self, graph: Path) -> None:
+        """Remove a decoder made in another layout that no longer loads."""
+        if self.layouts is not None:
+            self.layouts.discard(graph)
+
     def _layout_key(self, manifest: VoiceManifest) -> str | None:
         """What names the bundle's decoder in the layouts' folder: its two files' sha256."""
         graph, data = manifest.files.get("decoder.onnx"), manifest.files.get("decoder.onnx.data")
