@@ -27,6 +27,7 @@ import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
+from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
 from yomiage.runtime.placement import ORT_F32, Placement, Precision
 from yomiage.runtime.telemetry import engines_without_telemetry
@@ -109,7 +110,12 @@ class OpenVinoGraph:
 
     few_shapes = True
 
-    def __init__(self, path: Path, compiled: Any, placement: Placement) -> None:
+    def __init__(
+        self, path: Path, compiled: Any, placement: Placement, mapped: tuple[Path, ...] = ()
+    ) -> None:
+        """``mapped``: the files (or folders) OpenVINO compiled it from and keeps mapped,
+        whose pages are given back after a call meets a new length
+        (:mod:`yomiage.runtime.mapped_files`)."""
         self.path = path
         self.placement = placement
         self._compiled = compiled
@@ -118,6 +124,9 @@ class OpenVinoGraph:
         self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._running = 0
         self._lock = threading.Lock()
+        self._mapped = mapped
+        self._shapes: set[tuple[tuple[str, tuple[int, ...]], ...]] = set()
+        self._new_shape = False
 
     @property
     def input_names(self) -> frozenset[str]:
@@ -144,6 +153,11 @@ class OpenVinoGraph:
                 request = self._compiled.create_infer_request()
             try:
                 chosen = {k: np.ascontiguousarray(v) for k, v in feeds.items() if k in self._inputs}
+                shape = tuple(sorted((k, v.shape) for k, v in chosen.items()))
+                with self._lock:
+                    if shape not in self._shapes:
+                        self._shapes.add(shape)
+                        self._new_shape = True
                 results = request.infer(chosen)
                 return [np.array(results[o]) for o in self._outputs]
             finally:
@@ -162,6 +176,9 @@ class OpenVinoGraph:
             if self._running == 0:
                 with contextlib.suppress(AttributeError, RuntimeError):  # older OpenVINO
                     self._compiled.release_memory()
+                if self._new_shape:  # only then were the compiled-from weights read
+                    self._new_shape = False
+                    drop_resident_pages(self._mapped)
 
 
 def _dims(shape: Any) -> list[Dim]:
@@ -286,7 +303,10 @@ class Sessions:
         if cache is not None:
             config["CACHE_DIR"] = str(cache)
         compiled = core.compile_model(str(path), "CPU", config)
-        return OpenVinoGraph(path, compiled, Placement("openvino", precision))
+        # What it keeps mapped: its compiled blob, or the graph and its weights.
+        mapped = (cache,) if cache is not None else (path, path.with_name(f"{path.name}.data"))
+        drop_resident_pages(mapped)
+        return OpenVinoGraph(path, compiled, Placement("openvino", precision), mapped)
 
     def _graph_cache(self, sha256: str | None) -> Path | None:
         """The folder for one graph's compiled forms, or None (no cache, or it is not writable)."""

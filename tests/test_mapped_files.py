@@ -1,0 +1,81 @@
+"""Resident pages of read-only mapped files given back: the data stays what the file
+holds, writable mappings are never touched, and OpenVINO's graph gives back what it
+compiled from after a call that met a new length."""
+
+from __future__ import annotations
+
+import mmap
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from yomiage.runtime import mapped_files, sessions
+from yomiage.runtime.mapped_files import drop_resident_pages
+from yomiage.runtime.placement import Placement
+from yomiage.runtime.sessions import Sessions, openvino_version, probe_speaker
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's madvise")
+MB = 1 << 20
+
+
+def _resident_file_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("RssFile:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no RssFile")
+
+
+@linux
+def test_the_pages_of_a_read_only_mapping_are_given_back_and_read_again(tmp_path: Path) -> None:
+    data = np.random.default_rng(0).integers(0, 255, 32 * MB, dtype=np.uint8).tobytes()
+    path = tmp_path / "weights.bin"
+    path.write_bytes(data)
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        assert sum(mapped[i] for i in range(0, len(mapped), 4096)) > 0  # every page resident
+        before = _resident_file_mb()
+        assert drop_resident_pages([tmp_path]) >= 32 * MB  # the folder stands for its files
+        assert _resident_file_mb() < before - 24
+        assert mapped[:] == data  # read back from the file
+
+
+@linux
+def test_a_writable_mapping_or_another_file_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "scratch.bin"
+    path.write_bytes(bytes(4 * MB))
+    with path.open("r+b") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) as private:
+        private[:5] = b"local"  # a private change that dropping would lose
+        assert drop_resident_pages([path]) == 0
+        assert drop_resident_pages([tmp_path / "other.bin"]) == 0
+        assert private[:5] == b"local"
+
+
+def test_nothing_is_dropped_where_there_is_no_madvise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mapped_files.sys, "platform", "win32")
+    assert drop_resident_pages([tmp_path]) == 0
+    assert drop_resident_pages([], maps=tmp_path / "missing") == 0
+
+
+@pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+def test_openvino_gives_back_what_it_compiled_from_after_each_new_length(
+    test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dropped: list[tuple[Path, ...]] = []
+    monkeypatch.setattr(sessions, "drop_resident_pages", lambda files: dropped.append(tuple(files)))
+    path = test_voice / "decoder.onnx"
+    graph = Sessions(1).open(path, Placement("openvino", "bf16"))  # no cache: the ONNX files
+    assert dropped == [(path, path.with_name("decoder.onnx.data"))]  # once compiled
+    rng = np.random.default_rng(0)
+    channels = graph.input_shape("z")[1]
+    assert isinstance(channels, int)
+    speaker = probe_speaker(graph, rng)
+    for frames in (20, 20, 30, 20, 30):
+        graph.run({"z": rng.standard_normal((1, channels, frames), np.float32), **speaker})
+    assert len(dropped) == 3  # after compiling, then after the first call at 20 and at 30
+    cached = Sessions(1, cache_dir=tmp_path).open(path, Placement("openvino", "bf16"), sha256="x")
+    (folder,) = dropped[-1]  # with a cache: the folder of its compiled blob
+    assert folder.name == "x" and folder.parent.parent == tmp_path
+    assert cached.placement == Placement("openvino", "bf16")
