@@ -196,14 +196,12 @@ def stages_as_1d(model: Any) -> int:
                 convs += 1
             as_2d.update(node.output)
         nodes.append(node)
-    for node in nodes:
-        node.input[:] = [_name_1d(name, as_2d) for name in node.input]
-        node.output[:] = [_name_1d(name, as_2d) for name in node.output]
     # An optimizer may have merged equal constants into the axis (a [2] is a [2]):
     # what else reads it keeps the value under another name, and the name is free.
     kept_axis = f"{_AXIS}/kept"
     for node in nodes:
-        node.input[:] = [kept_axis if name == _AXIS else name for name in node.input]
+        node.input[:] = [kept_axis if n == _AXIS else _name_1d(n, as_2d) for n in node.input]
+        node.output[:] = [_name_1d(name, as_2d) for name in node.output]
     del graph.node[:]
     graph.node.extend(nodes)
     if any(kept_axis in node.input for node in nodes):

@@ -97,6 +97,7 @@ def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
     from yomiage.export.decoder_layout import relayout, two_d_from
 
     root = folder.parent
+    made: Path | None = None
     try:
         model = onnx.load(str(decoder))
         if (two_d_from(model) or 0) == layout:
@@ -104,10 +105,6 @@ def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
         relayout(model, layout)
         root.mkdir(parents=True, exist_ok=True)
         made = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))
-    except Exception as exc:  # onnx's and protobuf's own errors, OSError, ValueError
-        raise LayoutError(f"cannot make {decoder.name} with stages from {layout} channels "
-                          f"2-D in {root}: {exc}") from exc  # fmt: skip
-    try:
         _save(model, made / "decoder.onnx")
         for path in (made, *made.iterdir()):  # as the rest of the cache: not private
             path.chmod(0o755 if path.is_dir() else 0o644)
@@ -116,11 +113,12 @@ def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
         except OSError:
             if not (folder / "decoder.onnx").is_file():  # not another process first
                 raise
-    except Exception as exc:
+    except Exception as exc:  # onnx's and protobuf's own errors, OSError, ValueError
         raise LayoutError(f"cannot make {decoder.name} with stages from {layout} channels "
                           f"2-D in {root}: {exc}") from exc  # fmt: skip
     finally:
-        shutil.rmtree(made, ignore_errors=True)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
     return True
 
 

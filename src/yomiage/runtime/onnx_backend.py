@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -144,8 +143,7 @@ class OnnxBackend:
             # cache damaged since): the bundle's own serves now, the next load makes it again.
             log.warning("%s; it is removed and the bundle's own decoder runs", exc)
             self.planner.forget_layout(decoder)
-            plan = replace(plan, decoder=replace(plan.decoder, layout=0))
-            return self._bundle_voice(folder, plan, own)
+            return self._bundle_voice(folder, plan.in_bundle_layout(), own)
 
     def _bundle_voice(self, folder: Path, plan: Plan, decoder: Path) -> BundleVoice:
         precision = "int8" if self.decoder_precision == "int8" else plan.decoder.precision

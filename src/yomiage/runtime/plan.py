@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from yomiage.runtime.chunking import (
     DEFAULT_FIRST_WINDOW_FRAMES,
@@ -243,6 +243,10 @@ class Plan:
             window_frames=self.decoder.window_frames,
             first_window_frames=self.decoder.first_window_frames,
         )
+
+    def in_bundle_layout(self) -> Plan:
+        """This plan with the decoder's stages as its bundle has them."""
+        return replace(self, decoder=replace(self.decoder, layout=0))
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""

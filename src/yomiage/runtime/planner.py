@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from yomiage.runtime.bundle import VoiceManifest
@@ -158,12 +158,12 @@ class Planner:
         layout = plan.decoder.layout
         key = self._layout_key(manifest)
         if not layout or self.layouts is None or key is None:
-            return replace(plan, decoder=replace(plan.decoder, layout=0)), decoder
+            return plan.in_bundle_layout(), decoder
         try:
             return plan, self.layouts.graph(decoder, key, layout)
         except LayoutError as exc:
             log.warning("%s; its decoder runs as the bundle has it", exc)
-            return replace(plan, decoder=replace(plan.decoder, layout=0)), decoder
+            return plan.in_bundle_layout(), decoder
 
     def forget_layout(self, graph: Path) -> None:
         """Remove a decoder made in another layout that no longer loads."""
@@ -235,16 +235,15 @@ class Planner:
                 lengths[c.engine, c.precision].update(first_call_lengths(context))
         layouts = {}
         decoder, key = manifest.file("decoder.onnx"), self._layout_key(manifest)
-        for layout in sorted({c.layout for c in allowed if c.layout}):
-            if self.layouts is None or key is None:
-                break
-            try:
-                graph = self.layouts.graph(decoder, key, layout)
-            except LayoutError as exc:
-                log.warning("%s; that layout is left out of the plan", exc)
-                continue
-            if graph != decoder:  # the bundle's own layout is timed as the bundle's
-                layouts[layout] = graph
+        if self.layouts is not None and key is not None:
+            for layout in sorted({c.layout for c in allowed if c.layout}):
+                try:
+                    graph = self.layouts.graph(decoder, key, layout)
+                except LayoutError as exc:
+                    log.warning("%s; that layout is left out of the plan", exc)
+                    continue
+                if graph != decoder:  # the bundle's own layout is timed as the bundle's
+                    layouts[layout] = graph
         job = MeasureJob(
             decoder=manifest.file("decoder.onnx"),
             bundle=manifest.path,
