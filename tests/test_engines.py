@@ -172,6 +172,31 @@ def test_fixed_windows_show_the_engine_only_a_few_lengths(
             assert plan[0][0].stop == step
 
 
+@pytest.mark.parametrize(("size", "context", "first"), [(256, 15, 32), (64, 15, 8), (32, 15, 32)])
+def test_fixed_windows_can_pad_every_span_by_the_whole_context(
+    size: int, context: int, first: int
+) -> None:
+    """What balanced stage trims need: every span ``2 * context`` frames longer than its
+    window, counting zeros; still only the schedule's lengths, and zeros only after a
+    sentence's last frame."""
+    lengths = window_lengths(size, context, first)
+    for n, start in itertools.product(range(1, 700), (None, 2 * first, size)):
+        plan = list(fixed_windows(n, size, context, first, start=start, min_padding=2 * context))
+        assert plan[0][0].start == 0 and plan[-1][0].stop == n
+        assert all(a.stop == b.start for (a, _), (b, _) in itertools.pairwise(plan))
+        for w, zeros in plan:
+            assert w.pad_stop - w.pad_start + zeros in lengths
+            assert w.pad_stop - w.pad_start + zeros - (w.stop - w.start) >= 2 * context
+            assert 0 <= w.pad_start <= max(0, w.start - context)
+            assert min(n, w.stop + context) <= w.pad_stop <= n
+            assert zeros == 0 or w.pad_stop == n
+
+
+def test_fixed_windows_refuse_more_padding_than_the_context_gives() -> None:
+    with pytest.raises(ValueError, match="min_padding"):
+        list(fixed_windows(100, 32, 15, 8, min_padding=31))
+
+
 # -- sessions ---------------------------------------------------------------------------
 
 
@@ -203,8 +228,12 @@ def test_a_graph_openvino_refuses_falls_back_to_onnxruntime(
 ) -> None:
     """A graph OpenVINO cannot compile must not stop a voice from loading."""
     sessions = Sessions(1)
+    real = sessions._openvino()
 
     class Refusing:
+        def read_model(self, *args: object) -> object:
+            return real.read_model(*args)
+
         def compile_model(self, *args: object, **kwargs: object) -> None:
             raise RuntimeError("unsupported operation")
 

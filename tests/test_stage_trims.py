@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from pathlib import Path
@@ -14,7 +15,12 @@ from yomiage import TTS
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.chunking import receptive_field_frames, upsampler_margins, windows
+from yomiage.runtime.chunking import (
+    Windowing,
+    receptive_field_frames,
+    upsampler_margins,
+    windows,
+)
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_session import session_options
 from yomiage.runtime.sessions import OrtGraph
@@ -143,7 +149,7 @@ class _FewShapes:
 
     def __init__(self, real: Any) -> None:
         self.real = real
-        self.fed: list[set[str]] = []
+        self.fed: list[dict[str, Any]] = []
 
     @property
     def input_names(self) -> frozenset[str]:
@@ -153,18 +159,74 @@ class _FewShapes:
         return self.real.input_shape(name)
 
     def run(self, feeds: Any) -> Any:
-        self.fed.append(set(feeds))
+        self.fed.append(dict(feeds))
         return self.real.run(feeds)
 
 
-def test_an_engine_that_keeps_shapes_is_fed_no_trims(test_voice: Path, frontend: Frontend) -> None:
-    """Trims make more shapes, and OpenVINO keeps memory for each."""
+def test_balanced_trims_meet_each_stage_at_one_size_whatever_the_split() -> None:
+    """Two windows of one length padded differently must show every stage the same
+    sizes (an engine keeps state per set of sizes), each side trimmed no more than
+    its own padding allows (so the samples stay exact)."""
+    trims = StageTrims.of_model(SBV2)
+    reference, lost_left, lost_right = trims.amounts(15, 15)
+    for left in range(0, 120):
+        for right in range(0, 120):
+            balanced = trims.balanced(left, right, 15)
+            if left + right < 30:
+                assert balanced is None
+                continue
+            assert balanced is not None, (left, right)
+            out, lost, lost_after = balanced
+            np.testing.assert_array_equal(out.sum(axis=1), reference.sum(axis=1))
+            assert (out >= 0).all()
+            assert lost + lost_after == lost_left + lost_right
+            assert lost <= trims.amounts(left, right)[1]
+            assert lost_after <= trims.amounts(left, right)[2]
+
+
+def test_a_side_with_too_little_padding_gets_no_balanced_trims() -> None:
+    trims = StageTrims.of_model(SBV2)
+    assert trims.balanced(14, 15, 15) is None
+    assert trims.balanced(0, 0, 15) is None
+    assert trims.balanced(0, 30, 15) is not None
+
+
+def test_an_engine_that_keeps_shapes_gets_one_set_of_trims_per_length(
+    test_voice: Path, frontend: Frontend
+) -> None:
+    """Balanced trims: one set of stage sizes per window length, whatever text and
+    window schedule; the samples those windows make are the whole decode's."""
     backend = OnnxBackend(test_voice / "bert", threads=2, decoder_precision="fp32",
                           openvino=False)  # fmt: skip
     voice = backend.load_voice(test_voice)
     voice.decoder = _FewShapes(voice.decoder)
-    options = SynthesisOptions(seed=1)
-    sentence = [frontend.g2p("今日は晴れ。")]
-    [encoded] = encode(backend, voice, sentence, options, backend.new_rng(1))
-    list(voice.decode_windows(encoded, options, backend.new_rng(2)))
-    assert voice.decoder.fed and all(TRIM_INPUT not in fed for fed in voice.decoder.fed)
+    options = SynthesisOptions(seed=1, noise=0.0)
+    sizes: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
+    reach = voice.manifest.receptive_field_frames * voice.info.hop_length
+    for sentence in ("駅前の小さな喫茶店で、古い友人と偶然再会しました。", "はい。", "今日は晴れ。"):
+        [encoded] = encode(backend, voice, [frontend.g2p(sentence)], options,
+                           backend.new_rng(1))  # fmt: skip
+        whole = _whole(voice, encoded, options, backend)
+        for (window, first), lead in itertools.product(((16, 4), (32, 8), (8, 8)), (0, 2**31)):
+            voice.windowing = Windowing(window, first)
+            voice.decoder.fed.clear()
+            pieces = list(voice.decode_windows(encoded, options, backend.new_rng(2),
+                                               lead_frames=lead))  # fmt: skip
+            for fed in voice.decoder.fed:
+                key = (window, first, fed["z"].shape[2])
+                sizes.setdefault(key, set()).add(tuple(fed[TRIM_INPUT].sum(axis=1)))
+            stitched = np.concatenate(pieces)
+            assert stitched.shape == whole.shape
+            # Exact but for a sentence's last frames where zeros pad it (fixed_windows).
+            np.testing.assert_allclose(stitched[:-reach], whole[:-reach], rtol=0, atol=1e-5)
+    assert sizes and all(len(found) == 1 for found in sizes.values()), sizes
+
+
+def _whole(voice: Any, encoded: Any, options: SynthesisOptions, backend: Any) -> np.ndarray:
+    """The sentence decoded in one call with no trims, on the real graph."""
+    few, windowing = voice.decoder, voice.windowing
+    voice.decoder, voice.windowing = few.real, Windowing(100_000, 100_000)
+    try:
+        return np.concatenate(list(voice.decode_windows(encoded, options, backend.new_rng(2))))
+    finally:
+        voice.decoder, voice.windowing = few, windowing

@@ -136,10 +136,15 @@ def window_lengths(size: int, context: int, first: int | None = None) -> tuple[i
 
 
 def fixed_windows(
-    n_frames: int, size: int, context: int, first: int | None = None, start: int | None = None
+    n_frames: int,
+    size: int,
+    context: int,
+    first: int | None = None,
+    start: int | None = None,
+    min_padding: int = 0,
 ) -> Iterator[tuple[Window, int]]:
     """:func:`windows` whose padded spans all have one of :func:`window_lengths`, with the
-    number of zero frames to append to reach it (0 but for very short sentences).
+    number of zero frames to append to reach it (0 but for short sentences).
 
     For OpenVINO, which specializes its kernels to each input shape it sees and
     keeps them (measured: 40-45 MB and a slower first run per new length on the
@@ -149,19 +154,30 @@ def fixed_windows(
     which changes nothing (the receptive field is finite); a window that cannot
     grow to a length within the sentence is halved. ``start``: the first
     window's frames when it is not ``first`` (one of the schedule's steps).
+    ``min_padding``: frames every span holds beyond its window (zeros
+    appended count), at most ``2 * context``: what balanced stage trims need
+    (:meth:`~yomiage.runtime.stage_trims.StageTrims.balanced`).
 
     A sentence that fits in the first window's length is decoded in one call,
-    padded with zero frames to the smallest length that holds it: one call
+    padded with zero frames to the smallest length that holds it (with
+    ``min_padding`` more): one call
     instead of several smaller ones that recompute their context. Only its last
     ``context`` frames differ from decoding it whole, and by little: on the
     trained piper decoder of ``benchmarks/decoder_precision.py``, 88-91 dB SNR
     in float32 and no change at all to bfloat16's 40-41 dB (a zero latent is
-    silence to a trained decoder); 43 dB on the random full-size voice.
+    silence to a trained decoder); 43 dB on the random full-size voice. The
+    same holds for a sentence's last window where ``min_padding`` leaves it no
+    length within the sentence.
     """
+    if not 0 <= min_padding <= 2 * context:
+        raise ValueError("min_padding must be between 0 and twice the context")
     lengths = window_lengths(size, context, first)
     smallest_step = min(first or size, size)
     begin, step = 0, min(size, max(smallest_step, start or smallest_step))
-    holds = [n for n in lengths if n_frames <= n <= max(lengths[0], step + 2 * context)]
+    # A sentence no longer than the first length goes whole even where its padding
+    # takes the next one: one call is faster than two, and its audio still comes soon.
+    limit = max(lengths[0], step + 2 * context) if n_frames > lengths[0] else lengths[-1]
+    holds = [n for n in lengths if n_frames + min_padding <= n <= limit]
     if holds:
         yield Window(0, n_frames, 0, n_frames), holds[0] - n_frames
         return
@@ -169,12 +185,16 @@ def fixed_windows(
         while True:
             stop = min(n_frames, begin + step)
             lo, hi = max(0, begin - context), min(n_frames, stop + context)
-            length = next((n for n in lengths if hi - lo <= n <= n_frames), None)
-            if length is not None:
+            fitting = [n for n in lengths if n >= hi - lo and n - (stop - begin) >= min_padding]
+            length = next((n for n in fitting if n <= n_frames), None)
+            if length is not None or step == smallest_step:
                 break
-            step = max(smallest_step, step // 2)  # the smallest step always fits
-        hi = min(n_frames, max(hi, lo + length))
-        yield Window(begin, stop, hi - length, hi), 0
+            step = max(smallest_step, step // 2)
+        if length is None:  # a sentence shorter than any length that holds this window
+            yield Window(begin, stop, 0, n_frames), fitting[0] - n_frames
+        else:
+            hi = min(n_frames, max(hi, lo + length))
+            yield Window(begin, stop, hi - length, hi), 0
         begin, step = stop, min(size, 2 * step)
 
 

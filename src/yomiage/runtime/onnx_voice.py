@@ -23,6 +23,7 @@ from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
 from yomiage.runtime.chunking import (
+    Window,
     Windowing,
     clause_ends,
     fixed_windows,
@@ -172,19 +173,38 @@ class BundleVoice:
         w = self.windowing
         context = self.manifest.receptive_field_frames
         speaker = probe_speaker(self.decoder, np.random.default_rng(0))
+        trims = self._stage_trims()
         for length in window_lengths(
             w.window_frames, context, min(w.first_window_frames, w.window_frames)
         ):
             z = np.zeros((1, self.manifest.inter_channels, length), np.float32)
-            self.decoder.run({"z": z, **speaker})
+            feeds = {"z": z, **speaker}
+            if trims is not None:  # the one set of stage sizes each length meets
+                feeds[TRIM_INPUT] = trims.amounts(context, context)[0]
+            self.decoder.run(feeds)
         release_free_memory()
 
     def _stage_trims(self) -> StageTrims | None:
-        """The trims the decoder takes: where its graph has them, on an engine that does
-        not keep a kernel per shape (:mod:`yomiage.runtime.stage_trims`)."""
-        if self.decoder.few_shapes or TRIM_INPUT not in self.decoder.input_names:
+        """The trims the decoder takes, where its graph has them
+        (:mod:`yomiage.runtime.stage_trims`); an engine that keeps state per shape is
+        fed them balanced (:meth:`~yomiage.runtime.stage_trims.StageTrims.balanced`)."""
+        if TRIM_INPUT not in self.decoder.input_names:
             return None
         return self.manifest.stage_trims
+
+    def _trims_for(
+        self, trims: StageTrims, window: Window, zeros: int
+    ) -> tuple[npt.NDArray[np.int64], int]:
+        """The trims fed with ``window`` (``zeros`` appended) and the samples they leave
+        out before the window's own."""
+        left, right = window.start - window.pad_start, window.pad_stop - window.stop + zeros
+        if self.decoder.few_shapes:
+            balanced = trims.balanced(left, right, self.manifest.receptive_field_frames)
+            if balanced is not None:
+                return balanced[0], balanced[1]
+            # Not with fixed_windows' spans; elsewhere a new set of shapes is the cost.
+        amounts, lost, _ = trims.amounts(left, right)
+        return amounts, lost
 
     def _encode(
         self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
@@ -239,11 +259,15 @@ class BundleVoice:
         step = first
         while 2 * step <= min(lead_frames, w.window_frames):
             step *= 2
+        trims = self._stage_trims()
         if self.decoder.few_shapes:
-            plan = fixed_windows(z.shape[2], w.window_frames, context, first, start=step)
+            # Balanced trims need every span padded by the whole context, zeros or not.
+            padding = 2 * context if trims is not None else 0
+            plan = fixed_windows(
+                z.shape[2], w.window_frames, context, first, start=step, min_padding=padding
+            )
         else:
             plan = ((window, 0) for window in windows(z.shape[2], w.window_frames, context, step))
-        trims = self._stage_trims()
         try:
             for window, zeros in plan:
                 while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
@@ -257,9 +281,7 @@ class BundleVoice:
                 feeds = {"z": padded, **speaker}
                 lost = 0  # samples the trims left out before the window's own
                 if trims is not None:
-                    feeds[TRIM_INPUT], lost, _ = trims.amounts(
-                        window.start - window.pad_start, window.pad_stop - window.stop
-                    )
+                    feeds[TRIM_INPUT], lost = self._trims_for(trims, window, zeros)
                 audio = self.decoder.run(feeds)[0]
                 yield np.ascontiguousarray(audio[0, 0, window.crop(hop, lost)])
         finally:

@@ -128,7 +128,10 @@ class EngineTimings:
     them; OpenVINO keeps each, ONNX Runtime's arena grows to the largest); and
     ``threads_ms``, one full-window call on each thread count measured (empty
     where only one count could run); ``layout``, the decoder graph's as
-    :attr:`DecoderChoice.layout` names it."""
+    :attr:`DecoderChoice.layout` names it; ``balanced_trims``, whether its calls
+    were timed with the balanced stage trims a request's windows then get
+    (:meth:`~yomiage.runtime.stage_trims.StageTrims.balanced`), which pad every
+    window by the whole context."""
 
     engine: Engine
     precision: Precision
@@ -136,6 +139,7 @@ class EngineTimings:
     memory_mb: Mapping[int, float]
     threads_ms: Mapping[int, float] = field(default_factory=dict)
     layout: int = 0
+    balanced_trims: bool = False
 
     def ms_at(self, length: int) -> float:
         """ms for one call at ``length`` frames: measured, or linear between the
@@ -256,15 +260,21 @@ class Plan:
         )
 
 
-def decoder_calls(choice: DecoderChoice, frames: int, context: int) -> list[int]:
+def decoder_calls(
+    choice: DecoderChoice, frames: int, context: int, *, balanced_trims: bool = False
+) -> list[int]:
     """The padded lengths of the decoder calls that decode a sentence of ``frames``
     frames under ``choice`` (as :class:`~yomiage.runtime.onnx_voice.BundleVoice`
-    makes them when audio streams from the start)."""
+    makes them when audio streams from the start; ``balanced_trims``: as it makes
+    them for a decoder fed those)."""
     first = min(choice.first_window_frames, choice.window_frames)
     if choice.keeps_shapes:
+        padding = 2 * context if balanced_trims else 0
         return [
             window.pad_stop - window.pad_start + zeros
-            for window, zeros in fixed_windows(frames, choice.window_frames, context, first)
+            for window, zeros in fixed_windows(
+                frames, choice.window_frames, context, first, min_padding=padding
+            )
         ]
     return [w.pad_stop - w.pad_start for w in windows(frames, choice.window_frames, context, first)]
 

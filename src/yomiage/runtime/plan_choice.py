@@ -40,7 +40,13 @@ def judge(
     # holds what it held more or less alone at the same lengths.
     extra = memory - own_memory if own_memory is not None else 0.0
     seconds = tuple(
-        sum(timings.ms_at(n) for n in decoder_calls(choice, f, measured.context)) / 1000
+        sum(
+            timings.ms_at(n)
+            for n in decoder_calls(
+                choice, f, measured.context, balanced_trims=timings.balanced_trims
+            )
+        )
+        / 1000
         for f in frames
     )
     peak = measured.floor_mb + memory

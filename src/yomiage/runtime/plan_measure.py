@@ -119,6 +119,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
                 {int(k): float(v) for k, v in raw["memory_mb"].items()},
                 {int(k): float(v) for k, v in raw.get("threads_ms", {}).items()},
                 layout,
+                bool(raw.get("balanced_trims", False)),
             )
         )
     progress(f"measuring the memory of the rest of the engine ({steps}/{steps})")
@@ -205,9 +206,10 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(z_dim, int):
         raise MeasureError("the decoder's channel count is not fixed")
     speaker = probe_speaker(session, rng)
-    # Trimmed as a request's windows are: a first window has context on its right only.
+    # Trimmed as a request's windows are: a first window has context on its right only;
+    # an engine that keeps shapes gets balanced trims, those of context on both sides.
     trims = None
-    if not session.few_shapes and TRIM_INPUT in session.input_names:
+    if TRIM_INPUT in session.input_names:
         trims = read_manifest(Path(args["bundle"])).stage_trims
     context, firsts = args["context"], set(first_call_lengths(args["context"]))
 
@@ -215,7 +217,8 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
         z = rng.standard_normal((1, z_dim, length), dtype=np.float32) * np.float32(0.5)
         out = {"z": z, **speaker}
         if trims is not None:
-            out[TRIM_INPUT] = trims.amounts(0 if length in firsts else context, context)[0]
+            first = length in firsts and not session.few_shapes
+            out[TRIM_INPUT] = trims.amounts(0 if first else context, context)[0]
         return out
 
     call_ms, memory_mb = {}, {}
@@ -232,7 +235,9 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
         other = sessions.open(Path(args["decoder"]), session.placement, threads=count)
         threads_ms[count] = _fastest_call_ms(other, probe)
         del other
-    return {"call_ms": call_ms, "memory_mb": memory_mb, "threads_ms": threads_ms}
+    balanced = trims is not None and session.few_shapes
+    return {"call_ms": call_ms, "memory_mb": memory_mb, "threads_ms": threads_ms,
+            "balanced_trims": balanced}  # fmt: skip
 
 
 def _fastest_call_ms(session: Any, feeds: dict[str, Any]) -> float:

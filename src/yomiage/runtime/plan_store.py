@@ -36,8 +36,9 @@ log = logging.getLogger(__name__)
 # trims is timed with the trims a request's windows get (runtime/stage_trims.py).
 # 6: decoders converted since run their wide stages 2-D (export/decoder_layout.py), which
 # changes both their time and their memory per window. 7: the decoder is timed in other
-# layouts of its stages too (runtime/decoder_layouts.py).
-FORMAT_VERSION = 7
+# layouts of its stages too (runtime/decoder_layouts.py). 8: OpenVINO's decoder is timed
+# with balanced stage trims, as requests now feed it (runtime/stage_trims.py).
+FORMAT_VERSION = 8
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
@@ -133,6 +134,7 @@ class PlanStore:
                         "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
                         "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
                         "layout": e.layout,
+                        "balanced_trims": e.balanced_trims,
                     }
                     for e in measured.engines
                 ],
@@ -163,6 +165,7 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
                 {int(n): float(mb) for n, mb in e["memory_mb"].items()},
                 {int(t): float(ms) for t, ms in e.get("threads_ms", {}).items()},
                 int(e.get("layout", 0)),
+                bool(e.get("balanced_trims", False)),
             )
         )
     ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}

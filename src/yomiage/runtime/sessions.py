@@ -30,6 +30,7 @@ from yomiage.runtime.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_ch
 from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
 from yomiage.runtime.placement import ORT_F32, Placement, Precision
+from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.telemetry import engines_without_telemetry
 
 with engines_without_telemetry():  # the engines decide at their start: see that module
@@ -39,6 +40,8 @@ log = logging.getLogger(__name__)
 
 Array = npt.NDArray[Any]
 Dim = int | str | None  # a fixed size, a named dynamic one, or unknown
+# Inputs with a default that a caller may still feed: the decoder's stage trims.
+OVERRIDABLE_INPUTS = frozenset({TRIM_INPUT})
 
 
 def probe_speaker(graph: GraphSession, rng: np.random.Generator) -> dict[str, Array]:
@@ -111,11 +114,17 @@ class OpenVinoGraph:
     few_shapes = True
 
     def __init__(
-        self, path: Path, compiled: Any, placement: Placement, mapped: tuple[Path, ...] = ()
+        self,
+        path: Path,
+        compiled: Any,
+        placement: Placement,
+        mapped: tuple[Path, ...] = (),
+        defaults: Mapping[str, Array] | None = None,
     ) -> None:
         """``mapped``: the files (or folders) OpenVINO compiled it from and keeps mapped,
         whose pages are given back after a call meets a new length
-        (:mod:`yomiage.runtime.mapped_files`)."""
+        (:mod:`yomiage.runtime.mapped_files`); ``defaults``: what inputs a caller may
+        leave out take then, as ONNX Runtime does with an input's default."""
         self.path = path
         self.placement = placement
         self._compiled = compiled
@@ -127,6 +136,7 @@ class OpenVinoGraph:
         self._mapped = mapped
         self._shapes: set[tuple[tuple[str, tuple[int, ...]], ...]] = set()
         self._new_shape = False
+        self._defaults = dict(defaults or {})
 
     @property
     def input_names(self) -> frozenset[str]:
@@ -152,7 +162,8 @@ class OpenVinoGraph:
             except queue.Empty:
                 request = self._compiled.create_infer_request()
             try:
-                chosen = {k: np.ascontiguousarray(v) for k, v in feeds.items() if k in self._inputs}
+                given = {**self._defaults, **feeds}
+                chosen = {k: np.ascontiguousarray(v) for k, v in given.items() if k in self._inputs}
                 shape = tuple(sorted((k, v.shape) for k, v in chosen.items()))
                 with self._lock:
                     if shape not in self._shapes:
@@ -302,11 +313,13 @@ class Sessions:
         cache = self._graph_cache(sha256)
         if cache is not None:
             config["CACHE_DIR"] = str(cache)
-        compiled = core.compile_model(str(path), "CPU", config)
+        model, defaults = _read_with_inputs(core, path, OVERRIDABLE_INPUTS)
+        compiled = core.compile_model(model, "CPU", config)
+        del model  # the compiled graph holds what it needs
         # What it keeps mapped: its compiled blob, or the graph and its weights.
         mapped = (cache,) if cache is not None else (path, path.with_name(f"{path.name}.data"))
         drop_resident_pages(mapped)
-        return OpenVinoGraph(path, compiled, Placement("openvino", precision), mapped)
+        return OpenVinoGraph(path, compiled, Placement("openvino", precision), mapped, defaults)
 
     def _graph_cache(self, sha256: str | None) -> Path | None:
         """The folder for one graph's compiled forms, or None (no cache, or it is not writable)."""
@@ -328,6 +341,31 @@ class Sessions:
 
 def _safe_name(version: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in version)
+
+
+def _read_with_inputs(core: Any, path: Path, names: frozenset[str]) -> tuple[Any, dict[str, Array]]:
+    """``path`` read by OpenVINO, with those of ``names`` that the graph gives a default
+    value made inputs again, and those defaults.
+
+    An ONNX input with a default is a constant to OpenVINO's reader, folded away when
+    it compiles; the decoder's stage trims must stay an input to be fed
+    (:mod:`yomiage.runtime.stage_trims`)."""
+    import openvino.opset13 as ops
+
+    model = core.read_model(str(path))
+    defaults: dict[str, Array] = {}
+    for op in model.get_ops():
+        if op.get_type_name() != "Constant" or not names & op.output(0).get_names():
+            continue
+        name = next(iter(names & op.output(0).get_names()))
+        defaults[name] = np.array(op.get_data())
+        parameter = ops.parameter(op.get_output_partial_shape(0), op.get_output_element_type(0))
+        parameter.output(0).set_names({name})
+        op.output(0).replace(parameter.output(0))
+        model.add_parameters([parameter])
+    if defaults:
+        model.validate_nodes_and_infer_types()
+    return model, defaults
 
 
 def _make_core() -> Any:
