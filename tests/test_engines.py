@@ -13,6 +13,7 @@ import pytest
 from yomiage import TTS
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
+from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing, fixed_windows, window_lengths, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.placement import (
@@ -25,6 +26,7 @@ from yomiage.runtime.placement import (
     voice_placement,
 )
 from yomiage.runtime.sessions import Sessions, openvino_version
+from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
@@ -242,6 +244,28 @@ def test_a_graph_openvino_refuses_falls_back_to_onnxruntime(
         graph = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "f32"))
     assert graph.placement == ORT_F32
     assert "unsupported operation" in caplog.text
+
+
+@needs_openvino
+def test_openvino_takes_the_decoders_trims_or_their_default(test_voice: Path) -> None:
+    """OpenVINO's reader makes an input with a default a constant; the trims must stay
+    an input (fed: ONNX Runtime's samples), and left out, act as the default (none)."""
+    sessions = Sessions(1)
+    on_openvino = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "f32"))
+    on_ort = sessions.open(test_voice / "decoder.onnx", ORT_F32)
+    assert on_openvino.placement == Placement("openvino", "f32")
+    assert TRIM_INPUT in on_openvino.input_names
+    trims = read_manifest(test_voice).stage_trims
+    assert trims is not None
+    z = np.random.default_rng(0).standard_normal((1, 16, 40), dtype=np.float32)
+    feeds = {"z": z, "sid": np.array([0], np.int64)}
+    trimmed = {**feeds, TRIM_INPUT: trims.amounts(15, 10)[0]}
+    for fed in (feeds, trimmed):
+        [expected] = on_ort.run(fed)
+        [got] = on_openvino.run(fed)
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
+    assert on_openvino.run(trimmed)[0].shape[-1] < on_openvino.run(feeds)[0].shape[-1]
 
 
 def _decode_both(test_voice: Path, **backend_kwargs: object) -> tuple[np.ndarray, np.ndarray]:

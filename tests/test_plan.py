@@ -21,7 +21,7 @@ from yomiage.runtime.plan import (
     decoder_calls,
     first_call_lengths,
 )
-from yomiage.runtime.plan_choice import choose_plan
+from yomiage.runtime.plan_choice import choose_plan, judge
 from yomiage.runtime.plan_measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan_store import PlanKey, PlanStore
 from yomiage.runtime.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
@@ -240,6 +240,21 @@ def test_openvino_is_shown_only_the_schedules_lengths() -> None:
         assert set(decoder_calls(choice, frames, CONTEXT)) <= set(choice.lengths(CONTEXT))
 
 
+def test_a_decoder_fed_balanced_trims_is_judged_on_the_calls_it_then_gets() -> None:
+    """Balanced trims pad every span by the whole context, which can take another call:
+    the time predicted must be that of the calls a request then makes."""
+    choice = DecoderChoice("openvino", "bf16", 64)
+    for frames in range(1, 400):
+        calls = decoder_calls(choice, frames, CONTEXT, balanced_trims=True)
+        assert set(calls) <= set(choice.lengths(CONTEXT))
+    # 40 frames and 30 of padding do not fit the first length: the next one holds them
+    assert decoder_calls(choice, 40, CONTEXT) == [62]
+    assert decoder_calls(choice, 40, CONTEXT, balanced_trims=True) == [94]
+    trimmed = replace(FAST_HUNGRY, balanced_trims=True)
+    judged = judge(choice, measured(ORT, trimmed), 5000, frames=(40,))
+    assert judged is not None and judged.seconds == (trimmed.ms_at(94) / 1000,)
+
+
 def test_candidates_follow_what_the_cpu_has() -> None:
     assert {c.engine for c in candidates(openvino=False, native_bf16=True)} == {"onnxruntime"}
     no_bf16 = candidates(openvino=True, native_bf16=False)
@@ -304,7 +319,8 @@ def test_a_faster_layout_of_the_decoder_is_taken_and_its_memory_counted() -> Non
 def test_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
     store = PlanStore(tmp_path)
     ort = replace(ORT, threads_ms={2: 800.0, 4: 610.5})
-    m = replace(measured(ort, FAST_HUNGRY, replace(ORT, layout=128)), ort_peak_mb={256: 777.0})
+    bf16 = replace(FAST_HUNGRY, balanced_trims=True)
+    m = replace(measured(ort, bf16, replace(ORT, layout=128)), ort_peak_mb={256: 777.0})
     store.save(key(), m, "2026-11-26")
     assert store.load(key()) == (m, "2026-11-26")
 

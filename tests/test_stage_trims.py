@@ -203,7 +203,11 @@ def test_an_engine_that_keeps_shapes_gets_one_set_of_trims_per_length(
     options = SynthesisOptions(seed=1, noise=0.0)
     sizes: dict[tuple[int, ...], set[tuple[int, ...]]] = {}
     reach = voice.manifest.receptive_field_frames * voice.info.hop_length
-    for sentence in ("駅前の小さな喫茶店で、古い友人と偶然再会しました。", "はい。", "今日は晴れ。"):
+    for sentence in (
+        "駅前の小さな喫茶店で、古い友人と偶然再会しました。",
+        "はい。",
+        "今日は晴れ。",
+    ):
         [encoded] = encode(backend, voice, [frontend.g2p(sentence)], options,
                            backend.new_rng(1))  # fmt: skip
         whole = _whole(voice, encoded, options, backend)

@@ -350,7 +350,8 @@ def _read_with_inputs(core: Any, path: Path, names: frozenset[str]) -> tuple[Any
     An ONNX input with a default is a constant to OpenVINO's reader, folded away when
     it compiles; the decoder's stage trims must stay an input to be fed
     (:mod:`yomiage.runtime.stage_trims`)."""
-    import openvino.opset13 as ops
+    with engines_without_telemetry():  # loaded already with the core; the guard is the rule
+        import openvino.opset13 as ops
 
     model = core.read_model(str(path))
     defaults: dict[str, Array] = {}
