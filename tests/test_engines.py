@@ -25,7 +25,7 @@ from yomiage.runtime.placement import (
     resolve_decoder_precision,
     voice_placement,
 )
-from yomiage.runtime.sessions import Sessions, openvino_version
+from yomiage.runtime.sessions import COMPILED_FORM, Sessions, openvino_version
 from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
@@ -266,6 +266,27 @@ def test_openvino_takes_the_decoders_trims_or_their_default(test_voice: Path) ->
         assert got.shape == expected.shape
         np.testing.assert_allclose(got, expected, rtol=0, atol=1e-5)
     assert on_openvino.run(trimmed)[0].shape[-1] < on_openvino.run(feeds)[0].shape[-1]
+
+
+@needs_openvino
+def test_openvinos_cache_keeps_only_blobs_compiled_from_this_form(
+    test_voice: Path, tmp_path: Path
+) -> None:
+    """Blobs of another OpenVINO, or compiled from an earlier form of the graphs (the
+    decoder before its trims were an input), would never be read again: they go."""
+    version = openvino_version()
+    assert version is not None
+    stale = [tmp_path / "2000.1.0" / "x", tmp_path / version / "x"]
+    for folder in stale:
+        folder.mkdir(parents=True)
+        (folder / "1.blob").write_bytes(b"old")
+    graph = Sessions(1, cache_dir=tmp_path).open(
+        test_voice / "decoder.onnx", Placement("openvino", "f32"), sha256="x"
+    )
+    assert graph.placement == Placement("openvino", "f32")
+    [kept] = list(tmp_path.iterdir())
+    assert kept.name.endswith(f"-form{COMPILED_FORM}")
+    assert list((kept / "x").glob("*.blob"))
 
 
 def _decode_both(test_voice: Path, **backend_kwargs: object) -> tuple[np.ndarray, np.ndarray]:

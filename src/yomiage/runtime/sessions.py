@@ -42,6 +42,10 @@ Array = npt.NDArray[Any]
 Dim = int | str | None  # a fixed size, a named dynamic one, or unknown
 # Inputs with a default that a caller may still feed: the decoder's stage trims.
 OVERRIDABLE_INPUTS = frozenset({TRIM_INPUT})
+# Bumped when what OpenVINO is given to compile changes, so that blobs compiled from
+# the old form, which it would never read again, leave the cache. 2: the trims are an
+# input (each compiled blob of the full-size decoder is ~58 MB).
+COMPILED_FORM = 2
 
 
 def probe_speaker(graph: GraphSession, rng: np.random.Generator) -> dict[str, Array]:
@@ -203,9 +207,10 @@ class Sessions:
     OpenVINO is imported on first use; where it is missing or refuses a graph,
     the graph runs on ONNX Runtime in float32 instead (logged). With a
     ``cache_dir``, OpenVINO keeps each compiled graph under
-    ``<cache_dir>/<OpenVINO version>/<graph sha256>/`` (measured on the
-    full-size decoder: load 0.3 s -> 0.15 s, 15 MB less): a new graph or a
-    new OpenVINO gets a new folder, and folders of other versions are removed.
+    ``<cache_dir>/<OpenVINO version>-form<COMPILED_FORM>/<graph sha256>/``
+    (measured on the full-size decoder: load 0.3 s -> 0.15 s, 15 MB less): a new
+    graph or a new OpenVINO gets a new folder, and folders of other versions or
+    forms are removed.
     OpenVINO's own cache key is the graph's path, not its content, hence the
     folder per sha256.
     """
@@ -327,15 +332,17 @@ class Sessions:
         if self._cache_dir is None or sha256 is None or version is None:
             return None
         root = self._cache_dir
-        folder = root / _safe_name(version) / sha256
+        kind = _safe_name(f"{version}-form{COMPILED_FORM}")
+        folder = root / kind / sha256
         try:
             folder.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             log.info("OpenVINO cache %s is not writable (%s); compiling every load", root, exc)
             return None
         for other in root.iterdir():
-            if other.is_dir() and other.name != _safe_name(version):
-                shutil.rmtree(other, ignore_errors=True)  # compiled by another OpenVINO
+            if other.is_dir() and other.name != kind:
+                # compiled by another OpenVINO, or from another form of the graphs
+                shutil.rmtree(other, ignore_errors=True)
         return folder
 
 
