@@ -9,6 +9,9 @@ its BERT in ``BUNDLE/bert``. Two measurements:
 1. the decoder alone, ONNX Runtime float32: each window kind a request makes (a
    stream's first window, padded after only; full windows padded on both sides),
    called untrimmed and trimmed in alternation on one session, ``--pairs`` times;
+   with ``--engine openvino``, OpenVINO (``--precision``, bf16 by default) at each
+   length of its window schedules, whole and with the balanced trims it is fed
+   (``StageTrims.balanced``: those of a window padded on both sides);
 2. end to end with the defaults: a copy of the bundle without ``decoder_stages``
    (what a bundle converted before the trims does) against the bundle, each run a
    fresh process, the two alternating for ``--rounds`` rounds; per text, the median
@@ -65,12 +68,15 @@ print(json.dumps(out))
 """
 
 
-def _decoder_alone(bundle: Path, threads: int, pairs: int) -> list[str]:
+def _decoder_alone(
+    bundle: Path, threads: int, pairs: int, engine: str = "onnxruntime", precision: str = "bf16"
+) -> list[str]:
     import numpy as np
 
     from yomiage.runtime.bundle import read_manifest
     from yomiage.runtime.onnx_session import session_options
-    from yomiage.runtime.sessions import OrtGraph, probe_speaker
+    from yomiage.runtime.placement import Placement
+    from yomiage.runtime.sessions import OrtGraph, Sessions, probe_speaker
     from yomiage.runtime.stage_trims import TRIM_INPUT
 
     manifest = read_manifest(bundle)
@@ -78,11 +84,17 @@ def _decoder_alone(bundle: Path, threads: int, pairs: int) -> list[str]:
     if trims is None:
         raise SystemExit(f"{bundle} has no decoder_stages: convert it with this yomiage")
     context = manifest.receptive_field_frames
-    decoder = OrtGraph(bundle / "decoder.onnx", session_options(threads))
-    rng = np.random.default_rng(0)
-    speaker = probe_speaker(decoder, rng)
+    decoder: Any = OrtGraph(bundle / "decoder.onnx", session_options(threads))
     kinds = [(f"first window, {f} frames", 0, f) for f in (8, 16, 32)]
     kinds += [(f"window of {f} frames", context, f) for f in (32, 64, 128, 256, 512)]
+    if engine == "openvino":
+        placement = Placement("openvino", precision)  # type: ignore[arg-type]
+        decoder = Sessions(threads).open(bundle / "decoder.onnx", placement)
+        if decoder.placement != placement or TRIM_INPUT not in decoder.input_names:
+            raise SystemExit(f"OpenVINO {precision} cannot run this decoder with trims")
+        kinds = [(f"window of {f} frames", context, f) for f in (32, 64, 128, 256)]
+    rng = np.random.default_rng(0)
+    speaker = probe_speaker(decoder, rng)
     rows = ["| window (padding before / after) | whole ms | trimmed ms | speed-up |",
             "| --- | --- | --- | --- |"]  # fmt: skip
     for name, before, frames in kinds:
@@ -144,12 +156,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--texts", default="short,medium,long")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--engine", choices=("onnxruntime", "openvino"), default="onnxruntime")
+    parser.add_argument("--precision", choices=("f32", "bf16"), default="bf16")
     args = parser.parse_args()
     if not (PEERS / "bench_peers.py").is_file():
         raise SystemExit(f"the peers' texts are not at {PEERS}")
     print(f"machine: {platform.processor() or platform.machine()}, {args.threads} threads\n")
-    print("\n".join(_decoder_alone(args.bundle, args.threads, args.pairs)) + "\n", flush=True)
-    print("\n".join(_end_to_end(args.bundle, args.threads, args.rounds, args.texts)))
+    rows = _decoder_alone(args.bundle, args.threads, args.pairs, args.engine, args.precision)
+    print("\n".join(rows) + "\n", flush=True)
+    if args.rounds:
+        print("\n".join(_end_to_end(args.bundle, args.threads, args.rounds, args.texts)))
 
 
 if __name__ == "__main__":
