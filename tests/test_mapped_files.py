@@ -7,11 +7,12 @@ from __future__ import annotations
 import mmap
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from yomiage.runtime import mapped_files, sessions
+from yomiage.runtime import mapped_files, openvino_graph, sessions
 from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.placement import Placement
 from yomiage.runtime.sessions import Sessions, openvino_version, probe_speaker
@@ -64,7 +65,12 @@ def test_openvino_gives_back_what_it_compiled_from_after_each_new_length(
     test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     dropped: list[tuple[Path, ...]] = []
-    monkeypatch.setattr(sessions, "drop_resident_pages", lambda files: dropped.append(tuple(files)))
+
+    def record(files: Any) -> None:
+        dropped.append(tuple(files))
+
+    monkeypatch.setattr(sessions, "drop_resident_pages", record)  # once compiled
+    monkeypatch.setattr(openvino_graph, "drop_resident_pages", record)  # after a new length
     path = test_voice / "decoder.onnx"
     graph = Sessions(1).open(path, Placement("openvino", "bf16"))  # no cache: the ONNX files
     assert dropped == [(path, path.with_name("decoder.onnx.data"))]  # once compiled

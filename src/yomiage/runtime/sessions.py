@@ -11,11 +11,9 @@ which graph goes where, and why).
 
 from __future__ import annotations
 
-import contextlib
 import importlib.metadata
 import logging
 import os
-import queue
 import shutil
 import threading
 from collections.abc import Mapping
@@ -29,8 +27,8 @@ from yomiage.errors import ModelLoadError
 from yomiage.runtime.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
 from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
+from yomiage.runtime.openvino_graph import OVERRIDABLE_INPUTS, Dim, OpenVinoGraph, read_with_inputs
 from yomiage.runtime.placement import ORT_F32, Placement, Precision
-from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.telemetry import engines_without_telemetry
 
 with engines_without_telemetry():  # the engines decide at their start: see that module
@@ -39,9 +37,6 @@ with engines_without_telemetry():  # the engines decide at their start: see that
 log = logging.getLogger(__name__)
 
 Array = npt.NDArray[Any]
-Dim = int | str | None  # a fixed size, a named dynamic one, or unknown
-# Inputs with a default that a caller may still feed: the decoder's stage trims.
-OVERRIDABLE_INPUTS = frozenset({TRIM_INPUT})
 # Bumped when what OpenVINO is given to compile changes, so that blobs compiled from
 # the old form, which it would never read again, leave the cache. 2: the trims are an
 # input (each compiled blob of the full-size decoder is ~58 MB).
@@ -109,95 +104,6 @@ class OrtGraph:
     def run(self, feeds: Mapping[str, Array]) -> list[Array]:
         chosen = {k: v for k, v in feeds.items() if k in self._inputs}
         return list(self.session.run(None, chosen))
-
-
-class OpenVinoGraph:
-    """An OpenVINO compiled model; each call takes an idle infer request (one per caller
-    at a time), so concurrent calls never share one."""
-
-    few_shapes = True
-
-    def __init__(
-        self,
-        path: Path,
-        compiled: Any,
-        placement: Placement,
-        mapped: tuple[Path, ...] = (),
-        defaults: Mapping[str, Array] | None = None,
-    ) -> None:
-        """``mapped``: the files (or folders) OpenVINO compiled it from and keeps mapped,
-        whose pages are given back after a call meets a new length
-        (:mod:`yomiage.runtime.mapped_files`); ``defaults``: what inputs a caller may
-        leave out take then, as ONNX Runtime does with an input's default."""
-        self.path = path
-        self.placement = placement
-        self._compiled = compiled
-        self._inputs = frozenset(i.get_any_name() for i in compiled.inputs)
-        self._outputs = list(compiled.outputs)
-        self._idle: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._running = 0
-        self._lock = threading.Lock()
-        self._mapped = mapped
-        self._shapes: set[tuple[tuple[str, tuple[int, ...]], ...]] = set()
-        self._new_shape = False
-        self._defaults = dict(defaults or {})
-
-    @property
-    def input_names(self) -> frozenset[str]:
-        return self._inputs
-
-    @property
-    def output_names(self) -> list[str]:
-        return [o.get_any_name() for o in self._outputs]
-
-    def input_shape(self, name: str) -> list[Dim]:
-        port = next(i for i in self._compiled.inputs if i.get_any_name() == name)
-        return _dims(port.get_partial_shape())
-
-    def output_shape(self, index: int) -> list[Dim]:
-        return _dims(self._outputs[index].get_partial_shape())
-
-    def run(self, feeds: Mapping[str, Array]) -> list[Array]:
-        with self._lock:
-            self._running += 1
-        try:
-            try:
-                request = self._idle.get_nowait()
-            except queue.Empty:
-                request = self._compiled.create_infer_request()
-            try:
-                given = {**self._defaults, **feeds}
-                chosen = {k: np.ascontiguousarray(v) for k, v in given.items() if k in self._inputs}
-                shape = tuple(sorted((k, v.shape) for k, v in chosen.items()))
-                with self._lock:
-                    if shape not in self._shapes:
-                        self._shapes.add(shape)
-                        self._new_shape = True
-                results = request.infer(chosen)
-                return [np.array(results[o]) for o in self._outputs]
-            finally:
-                self._idle.put(request)
-        finally:
-            self._release_when_idle()
-
-    def _release_when_idle(self) -> None:
-        """Hand back the intermediate buffers once no call is running.
-
-        OpenVINO keeps buffers and kernels per input length it has seen (on the
-        full-size decoder ~260 MB for the four window lengths); releasing after
-        each call frees the buffers (~40 MB of it) at no measurable cost."""
-        with self._lock:
-            self._running -= 1
-            if self._running == 0:
-                with contextlib.suppress(AttributeError, RuntimeError):  # older OpenVINO
-                    self._compiled.release_memory()
-                if self._new_shape:  # only then were the compiled-from weights read
-                    self._new_shape = False
-                    drop_resident_pages(self._mapped)
-
-
-def _dims(shape: Any) -> list[Dim]:
-    return [d.get_length() if d.is_static else None for d in shape]
 
 
 class Sessions:
@@ -318,7 +224,7 @@ class Sessions:
         cache = self._graph_cache(sha256)
         if cache is not None:
             config["CACHE_DIR"] = str(cache)
-        model, defaults = _read_with_inputs(core, path, OVERRIDABLE_INPUTS)
+        model, defaults = read_with_inputs(core, path, OVERRIDABLE_INPUTS)
         compiled = core.compile_model(model, "CPU", config)
         del model  # the compiled graph holds what it needs
         # What it keeps mapped: its compiled blob, or the graph and its weights.
@@ -348,32 +254,6 @@ class Sessions:
 
 def _safe_name(version: str) -> str:
     return "".join(c if c.isalnum() or c in "._-" else "_" for c in version)
-
-
-def _read_with_inputs(core: Any, path: Path, names: frozenset[str]) -> tuple[Any, dict[str, Array]]:
-    """``path`` read by OpenVINO, with those of ``names`` that the graph gives a default
-    value made inputs again, and those defaults.
-
-    An ONNX input with a default is a constant to OpenVINO's reader, folded away when
-    it compiles; the decoder's stage trims must stay an input to be fed
-    (:mod:`yomiage.runtime.stage_trims`)."""
-    with engines_without_telemetry():  # loaded already with the core; the guard is the rule
-        import openvino.opset13 as ops
-
-    model = core.read_model(str(path))
-    defaults: dict[str, Array] = {}
-    for op in model.get_ops():
-        if op.get_type_name() != "Constant" or not names & op.output(0).get_names():
-            continue
-        name = next(iter(names & op.output(0).get_names()))
-        defaults[name] = np.array(op.get_data())
-        parameter = ops.parameter(op.get_output_partial_shape(0), op.get_output_element_type(0))
-        parameter.output(0).set_names({name})
-        op.output(0).replace(parameter.output(0))
-        model.add_parameters([parameter])
-    if defaults:
-        model.validate_nodes_and_infer_types()
-    return model, defaults
 
 
 def _make_core() -> Any:
