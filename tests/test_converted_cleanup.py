@@ -1,6 +1,6 @@
 """What the cache's ``converted/`` folder keeps (issue 31, R13): a conversion killed midway
 leaves a staging folder that the next conversion of it, or the next start, removes; a
-conversion under way keeps its own."""
+conversion under way keeps its own; a bundle that goes takes what running it made."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from types import SimpleNamespace
 import pytest
 
 from tests.aivm_files import AIVMX
-from yomiage.converted import aivmx_key, aivmx_once
+from yomiage.converted import aivmx_key, aivmx_once, remove_aivmx_cuts
 from yomiage.errors import CacheError
+from yomiage.runtime import derived
 from yomiage.runtime.bundle import sha256_file
+from yomiage.runtime.derived import COMPILED_DIR, LAYOUTS_DIR, bundle_files, remove_derived
 from yomiage.sources.cache import Cache
 
 
@@ -139,3 +141,91 @@ def test_forgetting_a_file_removes_its_cuts_by_every_version(tmp_path: Path) -> 
     assert bundles.forget(Content(sha, 1)) is True
     assert not old.exists() and not current.exists() and kept.exists()
     assert bundles.forget(Content(sha, 1)) is False
+
+
+def _cut_with_files(cache: Cache, key: str, decoder: str, data: str) -> Path:
+    folder = cache.converted_dir(key)
+    folder.mkdir(parents=True)
+    files = {"decoder.onnx": decoder, "decoder.onnx.data": data, "flow.onnx": "f" * 64}
+    (folder / "voice.json").write_text(json.dumps({"files": files}))
+    return folder
+
+
+def _made_from(cache: Cache, decoder: str, data: str) -> list[Path]:
+    """What running a bundle with that decoder leaves in the cache: the decoder in another
+    layout and OpenVINO's compiled forms of it (two OpenVINO folders)."""
+    made = [
+        cache.root / LAYOUTS_DIR / f"{decoder[:16]}{data[:16]}-2d128",
+        cache.root / COMPILED_DIR / "2026.4.1-form2" / decoder,
+        cache.root / COMPILED_DIR / "2026.5.0-form2" / decoder,
+    ]
+    for folder in made:
+        folder.mkdir(parents=True)
+        (folder / "x.blob").write_bytes(b"\0" * 64)
+    return made
+
+
+def test_an_uninstalled_voice_takes_what_running_it_made_with_it(tmp_path: Path) -> None:
+    """A relaid decoder and OpenVINO's blobs (~57 MB each for the full-size voice) are the
+    voice's as much as its bundle; another voice's stay."""
+    from yomiage.server.voicevox.aivm_bundles import Content, ConvertedBundles
+
+    cache = Cache.at(tmp_path)
+    sha = "a" * 64
+    _cut_with_files(cache, aivmx_key(sha), "d" * 64, "e" * 64)
+    made = _made_from(cache, "d" * 64, "e" * 64)
+    _cut_with_files(cache, aivmx_key("b" * 64), "1" * 64, "2" * 64)
+    others = _made_from(cache, "1" * 64, "2" * 64)
+    bundles = ConvertedBundles(cache, SimpleNamespace(installed=dict), dict)  # type: ignore[arg-type]
+    assert bundles.forget(Content(sha, 1)) is True
+    assert not any(p.exists() for p in made)
+    assert all(p.exists() for p in others)
+
+
+def test_a_cut_made_again_keeps_what_it_shares_with_the_one_it_replaces(tmp_path: Path) -> None:
+    cache = Cache.at(tmp_path)
+    sha = "a" * 64
+    old = _cut_with_files(cache, f"aivmx-{sha[:32]}-v1", "d" * 64, "e" * 64)
+    new = _cut_with_files(cache, aivmx_key(sha), "d" * 64, "e" * 64)  # the same decoder
+    made = _made_from(cache, "d" * 64, "e" * 64)
+    assert remove_aivmx_cuts(sha, cache, keep=new.name) is True
+    assert not old.exists() and new.exists()
+    assert all(p.exists() for p in made)
+
+
+def test_what_cannot_be_removed_is_left_with_a_warning_and_nothing_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    cache = Cache.at(tmp_path)
+    _cut_with_files(cache, "k", "d" * 64, "e" * 64)
+    made = _made_from(cache, "d" * 64, "e" * 64)
+    monkeypatch.setattr(derived.shutil, "rmtree", lambda *a, **k: None)  # a file held open
+    with caplog.at_level("WARNING"):
+        assert remove_derived(cache.root, bundle_files(cache.converted_dir("k"))) == []
+    assert all(p.exists() for p in made)
+    assert "could not remove" in caplog.text
+
+
+def test_a_bundle_that_cannot_be_removed_keeps_what_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bundle goes first: where it stays, so does what serves it."""
+    cache = Cache.at(tmp_path)
+    sha = "a" * 64
+    cut = _cut_with_files(cache, aivmx_key(sha), "d" * 64, "e" * 64)
+    made = _made_from(cache, "d" * 64, "e" * 64)
+
+    def refuse(key: str) -> bool:
+        raise CacheError(f"cannot remove {key}")
+
+    monkeypatch.setattr(Cache, "remove_converted", lambda self, key: refuse(key))
+    assert remove_aivmx_cuts(sha, cache) is False
+    assert cut.exists() and all(p.exists() for p in made)
+
+
+def test_a_bundle_without_a_readable_manifest_goes_alone(tmp_path: Path) -> None:
+    cache = Cache.at(tmp_path)
+    old = _earlier_cut(cache, "a" * 64)  # its voice.json names no files
+    made = _made_from(cache, "d" * 64, "e" * 64)
+    assert remove_aivmx_cuts("a" * 64, cache) is True
+    assert not old.exists() and all(p.exists() for p in made)

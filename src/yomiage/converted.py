@@ -15,6 +15,7 @@ from pathlib import Path
 
 from yomiage.errors import MissingExtraError, ModelLoadError, YomiageError, install_hint
 from yomiage.runtime.bundle import FORMAT_VERSION
+from yomiage.runtime.derived import bundle_files, remove_derived
 from yomiage.sources import Cache
 from yomiage.sources.cache import cache_write_error
 
@@ -121,7 +122,7 @@ def _convert_once(
         )  # fmt: skip
         return earlier
     for key in keys[1:]:
-        _remove_quietly(cache, key)
+        _remove_quietly(cache, key, keep=keys[0])
     return made
 
 
@@ -134,14 +135,21 @@ def torch_installed() -> bool:
     return True
 
 
-def _remove_quietly(cache: Cache, key: str) -> bool:
-    """Remove ``converted/<key>``; True if it went. Never raises: a bundle left behind
-    costs disk, not the request."""
+def _remove_quietly(cache: Cache, key: str, keep: str | None = None) -> bool:
+    """Remove ``converted/<key>`` and what running it made in the cache
+    (:mod:`yomiage.runtime.derived`) but what the bundle ``converted/<keep>`` has
+    too; True if the bundle went. Never raises: a bundle left behind costs disk,
+    not the request."""
+    files = bundle_files(cache.converted_dir(key))
     try:
-        return cache.remove_converted(key)
+        removed = cache.remove_converted(key)
     except (OSError, YomiageError) as exc:
         log.warning("could not remove the converted bundle %s: %s", key, exc)
         return False
+    if removed and files:
+        kept = [bundle_files(cache.converted_dir(keep))] if keep is not None else []
+        remove_derived(cache.root, files, kept)
+    return removed
 
 
 def aivmx_once(path: Path, cache: Cache) -> Path:
@@ -192,7 +200,7 @@ def remove_aivmx_cuts(sha256: str, cache: Cache, keep: str | None = None) -> boo
     removed = False
     for key in found:
         if key != keep:
-            removed = _remove_quietly(cache, key) or removed
+            removed = _remove_quietly(cache, key, keep) or removed
     return removed
 
 

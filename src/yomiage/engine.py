@@ -348,6 +348,7 @@ class TTS:
     def _make_backend(self, voices: list[Path], sources: list[str | Path]) -> SynthesisBackend:
         bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, sources)
         if self.backend_name == "onnx":
+            from yomiage.runtime.derived import COMPILED_DIR, LAYOUTS_DIR
             from yomiage.runtime.onnx_backend import OnnxBackend
 
             return OnnxBackend(
@@ -357,10 +358,10 @@ class TTS:
                 tokenizer_dir=tokenizer_dir,
                 decoder_precision=self.decoder_precision,
                 verified_dir=self._artifacts.cache.root / "verified",
-                compiled_dir=self._artifacts.cache.root / "openvino",
+                compiled_dir=self._artifacts.cache.root / COMPILED_DIR,
                 memory_budget_mb=self.memory_budget_mb,
                 plans_dir=self._artifacts.cache.root / "plans",
-                layouts_dir=self._artifacts.cache.root / "decoders",
+                layouts_dir=self._artifacts.cache.root / LAYOUTS_DIR,
                 measure_plan=self.measure_plan,
             )
         try:

@@ -33,6 +33,7 @@ from pathlib import Path
 from yomiage.runtime.bundle import VoiceManifest
 from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
+from yomiage.runtime.derived import layout_key
 from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, graph_bytes
 from yomiage.runtime.plan import (
     DEFAULT_MEMORY_BUDGET_MB,
@@ -171,9 +172,7 @@ class Planner:
             self.layouts.discard(graph)
 
     def _layout_key(self, manifest: VoiceManifest) -> str | None:
-        """What names the bundle's decoder in the layouts' folder: its two files' sha256."""
-        graph, data = manifest.files.get("decoder.onnx"), manifest.files.get("decoder.onnx.data")
-        return f"{graph[:16]}{data[:16]}" if graph and data else None
+        return layout_key(manifest.files)
 
     def _other_layouts(self, manifest: VoiceManifest) -> tuple[int, ...]:
         """The layouts to try besides the bundle's own (none without a cache). The one
