@@ -159,10 +159,10 @@ def fixed_windows(
     (:meth:`~yomiage.runtime.stage_trims.StageTrims.balanced`).
 
     A sentence that fits in the first window's length is decoded in one call,
-    padded with zero frames to the smallest length that holds it (with
-    ``min_padding`` more): one call
-    instead of several smaller ones that recompute their context. Only its last
-    ``context`` frames differ from decoding it whole, and by little: on the
+    padded with zero frames to the smallest length that holds it with
+    ``min_padding`` more: one call instead of several smaller ones that
+    recompute their context. Only its last ``context`` frames differ from
+    decoding it whole, and by little: on the
     trained piper decoder of ``benchmarks/decoder_precision.py``, 88-91 dB SNR
     in float32 and no change at all to bfloat16's 40-41 dB (a zero latent is
     silence to a trained decoder); 43 dB on the random full-size voice. The
