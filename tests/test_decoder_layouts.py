@@ -21,6 +21,7 @@ from yomiage.runtime.decoder_layouts import (
     LayoutError,
     make_layout,
 )
+from yomiage.runtime.derived import layout_key
 from yomiage.runtime.plan import DecoderChoice, EngineTimings, Measurements, Plan
 from yomiage.runtime.plan_measure import MeasureJob
 from yomiage.runtime.plan_store import PlanStore
@@ -197,11 +198,12 @@ def test_a_made_decoder_damaged_since_is_removed_and_the_bundles_own_runs(
 
     backend = OnnxBackend(TINY / "bert", threads=1, decoder_precision="fp32", openvino=False,
                           layouts_dir=tmp_path / "decoders")  # fmt: skip
-    made = backend.planner.layouts.graph(DECODER, "abc", 1)  # type: ignore[union-attr]
+    key = layout_key(read_manifest(TINY).files)
+    assert key is not None
+    made = backend.planner.layouts.graph(DECODER, key, 1)  # type: ignore[union-attr]
     made.with_name("decoder.onnx.data").write_bytes(b"damaged")
     chosen = Plan(DecoderChoice("onnxruntime", "f32", layout=1), 1000, "test", threads=1)
     monkeypatch.setattr(backend, "plan", lambda folder: chosen)
-    monkeypatch.setattr(backend.planner, "_layout_key", lambda manifest: "abc")
     voice = backend.load_voice(TINY)
     assert "cannot load ONNX graph" in caplog.text and "bundle's own decoder runs" in caplog.text
     assert voice.plan is not None and voice.plan.decoder.layout == 0

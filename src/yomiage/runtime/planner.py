@@ -157,7 +157,7 @@ class Planner:
         disk, say), the bundle's own, with a warning, and the plan says so."""
         decoder = manifest.file("decoder.onnx")
         layout = plan.decoder.layout
-        key = self._layout_key(manifest)
+        key = layout_key(manifest.files)
         if not layout or self.layouts is None or key is None:
             return plan.in_bundle_layout(), decoder
         try:
@@ -171,14 +171,11 @@ class Planner:
         if self.layouts is not None:
             self.layouts.discard(graph)
 
-    def _layout_key(self, manifest: VoiceManifest) -> str | None:
-        return layout_key(manifest.files)
-
     def _other_layouts(self, manifest: VoiceManifest) -> tuple[int, ...]:
         """The layouts to try besides the bundle's own (none without a cache). The one
         the bundle has is timed as its own (no graph is made for it), so that choice
         has no timings of its own and is never taken."""
-        if self.layouts is None or self._layout_key(manifest) is None:
+        if self.layouts is None or layout_key(manifest.files) is None:
             return ()
         return LAYOUT_CHOICES if self.decoder_precision in ("auto", "fp32") else ()
 
@@ -233,7 +230,7 @@ class Planner:
             if not c.keeps_shapes:  # its first window is chosen by its own call's time
                 lengths[c.engine, c.precision].update(first_call_lengths(context))
         layouts = {}
-        decoder, key = manifest.file("decoder.onnx"), self._layout_key(manifest)
+        decoder, key = manifest.file("decoder.onnx"), layout_key(manifest.files)
         if self.layouts is not None and key is not None:
             for layout in sorted({c.layout for c in allowed if c.layout}):
                 try:
