@@ -36,8 +36,10 @@ from yomiage.text.symbols import SYMBOL_TO_ID
 # at 1.0-1.2 GB peak RSS, 256 2.4-3.1x at 1.0-1.3 GB.
 DEFAULT_WINDOW_FRAMES = 256
 DEFAULT_FIRST_WINDOW_FRAMES = 32
-# About 12 s of speech at 44.1 kHz / 512 hop; the flow's cost is still linear here.
-FLOW_SPAN_FRAMES = 1024
+# About 10 s of speech at 44.1 kHz / 512 hop; the flow's cost is still linear here. Not
+# 1,024: on OpenVINO (bfloat16, Zen 5) a flow over 928 frames takes other kernels with
+# another copy of some weights, +36 MB held for good once one such sentence has run.
+FLOW_SPAN_FRAMES = 896
 # The first span of a sentence that is cut anyway: 0.2 s of flow before its first audio.
 FIRST_FLOW_SPAN_FRAMES = 256
 _CLAUSE_END_IDS = np.array([SYMBOL_TO_ID[s] for s in (",", ".", "!", "?", "…")], np.int64)

@@ -4,8 +4,9 @@ interface, and the reading that keeps a graph's overridable inputs inputs.
 Kept apart from :mod:`yomiage.runtime.sessions` (which opens graphs on either
 engine) because what OpenVINO needs beyond a plain call is its own: an infer
 request per concurrent caller, its buffers released when idle, the pages of
-what it compiled from given back (:mod:`yomiage.runtime.mapped_files`), and
-inputs that its ONNX reader would fold into constants.
+what it compiled from given back (:mod:`yomiage.runtime.mapped_files`),
+inputs that its ONNX reader would fold into constants, and the flow's mask of
+real frames, so it can run at a few padded lengths.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.runtime.flow_lengths import FRAME_MASK_INPUT
 from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.placement import Placement
 from yomiage.runtime.stage_trims import TRIM_INPUT
@@ -145,3 +147,43 @@ def read_with_inputs(core: Any, path: Path, names: frozenset[str]) -> tuple[Any,
     if defaults:
         model.validate_nodes_and_infer_types()
     return model, defaults
+
+
+def with_frame_mask(model: Any) -> Any:
+    """``model`` (the flow, read by OpenVINO) taking a mask of its real frames as
+    :data:`~yomiage.runtime.flow_lengths.FRAME_MASK_INPUT`, so it may run padded to a
+    few lengths (:mod:`yomiage.runtime.flow_lengths`).
+
+    Only two kinds of its operations mix frames: attention, whose scores get a bias
+    of -1e4 at the padded keys before their softmax (exp of it is 0), and the
+    feed-forward convolutions wider than one frame, whose inputs are multiplied by
+    the mask so they read zeros past the real frames, as they would without
+    padding. Everything else works frame by frame. ValueError for a graph with no
+    attention (not a flow: padding it could not be hidden)."""
+    with engines_without_telemetry():
+        import openvino as ov
+        import openvino.opset13 as ops
+
+    mask = ops.parameter(ov.PartialShape([1, 1, -1]), ov.Type.f32, name=FRAME_MASK_INPUT)
+    mask.output(0).set_names({FRAME_MASK_INPUT})
+    hidden = ops.multiply(ops.subtract(mask, np.float32(1.0)), np.float32(1e4))
+    key_bias = ops.unsqueeze(hidden, np.int64(2))  # [1, 1, 1, frames]: over every query
+    softmaxes = 0
+    for op in list(model.get_ordered_ops()):
+        kind = op.get_type_name()
+        if kind in ("Convolution", "GroupConvolution"):
+            weights = op.input(1).get_partial_shape()
+            spatial = list(weights)[3 if kind == "GroupConvolution" else 2 :]
+            if all(d.is_static and d.get_length() == 1 for d in spatial):
+                continue  # one frame wide: nothing to hide
+            source = op.input(0).get_source_output()
+            op.input(0).replace_source_output(ops.multiply(source, mask).output(0))
+        elif kind == "Softmax":
+            source = op.input(0).get_source_output()
+            op.input(0).replace_source_output(ops.add(source, key_bias).output(0))
+            softmaxes += 1
+    if not softmaxes:
+        raise ValueError("the graph has no attention: its padding could not be masked")
+    model.add_parameters([mask])
+    model.validate_nodes_and_infer_types()
+    return model

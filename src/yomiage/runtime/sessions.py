@@ -27,7 +27,13 @@ from yomiage.errors import ModelLoadError
 from yomiage.runtime.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
 from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
-from yomiage.runtime.openvino_graph import OVERRIDABLE_INPUTS, Dim, OpenVinoGraph, read_with_inputs
+from yomiage.runtime.openvino_graph import (
+    OVERRIDABLE_INPUTS,
+    Dim,
+    OpenVinoGraph,
+    read_with_inputs,
+    with_frame_mask,
+)
 from yomiage.runtime.placement import ORT_F32, Placement, Precision
 from yomiage.runtime.telemetry import engines_without_telemetry
 
@@ -149,18 +155,23 @@ class Sessions:
         *,
         sha256: str | None = None,
         threads: int | None = None,
+        frame_mask: bool = False,
     ) -> GraphSession:
         """The graph at ``path`` on ``placement``'s engine (ONNX Runtime if that fails),
         on ``threads`` threads (default: the backend's).
 
         ``sha256`` (the graph's, as its manifest records it) lets OpenVINO's
-        compiled graph be cached."""
+        compiled graph be cached. ``frame_mask``: the graph is a flow, which an
+        engine that keeps shapes runs padded, taking a mask of its real frames
+        (:mod:`yomiage.runtime.flow_lengths`)."""
         threads = threads or self.threads
         if placement.engine == "openvino":
             core = self._openvino()
             if core is not None:
                 try:
-                    return self._open_openvino(core, path, placement.precision, sha256, threads)
+                    return self._open_openvino(
+                        core, path, placement.precision, sha256, threads, frame_mask
+                    )
                 except ModelLoadError:
                     raise
                 except Exception as exc:  # OpenVINO raises its own RuntimeError types
@@ -211,7 +222,13 @@ class Sessions:
             return self._core or None
 
     def _open_openvino(
-        self, core: Any, path: Path, precision: Precision, sha256: str | None, threads: int
+        self,
+        core: Any,
+        path: Path,
+        precision: Precision,
+        sha256: str | None,
+        threads: int,
+        frame_mask: bool = False,
     ) -> OpenVinoGraph:
         if not path.is_file():
             raise ModelLoadError(f"ONNX graph not found: {path}")
@@ -225,6 +242,8 @@ class Sessions:
         if cache is not None:
             config["CACHE_DIR"] = str(cache)
         model, defaults = read_with_inputs(core, path, OVERRIDABLE_INPUTS)
+        if frame_mask:
+            model = with_frame_mask(model)
         compiled = core.compile_model(model, "CPU", config)
         del model  # the compiled graph holds what it needs
         # What it keeps mapped: its compiled blob, or the graph and its weights.
