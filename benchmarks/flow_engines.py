@@ -1,19 +1,24 @@
-"""The flow on ONNX Runtime float32 against OpenVINO float32 and bfloat16 (issue 24, item 2).
+"""The flow on ONNX Runtime float32 against OpenVINO float32 and bfloat16, as requests
+run it (issue 24 item 2; issue 32): OpenVINO padded to the span's bucket with its mask
+of real frames (runtime/flow_lengths.py), ONNX Runtime at the span's own length.
 
-Run: .venv/bin/python benchmarks/flow_engines.py BUNDLE [--threads 2] [--frames 150,300,500]
+Run: .venv/bin/python benchmarks/flow_engines.py BUNDLE [--threads 2] [--frames 40,141,300,495]
 
 BUNDLE is a full-size bundle (``yomiage convert``). For each length: median of 5 calls
 on each engine after one warm-up, and the SNR of OpenVINO's output against ONNX
-Runtime float32 (the exact path) on the same random latent. Then, in the same
-process, what OpenVINO bfloat16 keeps in memory as it meets new sentence lengths
-(RSS after compiling, after the longest length, and after each new one), since the
-flow sees each sentence's own length.
+Runtime float32 (the exact path) on the same random latent. Then, in a fresh process
+per engine, the resident memory the flow adds: loaded, after one 141-frame span, and
+after every length it may run at (OpenVINO keeps what it made for each; ONNX Runtime's
+arena grows to the longest).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -21,9 +26,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.runtime.onnx_session import load_session, session_options
+from yomiage.runtime.chunking import FLOW_SPAN_FRAMES
+from yomiage.runtime.flow_lengths import FRAME_MASK_INPUT, flow_buckets_up_to, padded_span
+from yomiage.runtime.memory import release_free_memory
+from yomiage.runtime.placement import Placement
+from yomiage.runtime.sessions import Sessions, probe_speaker
 
 Array = npt.NDArray[np.float32]
+ENGINES = {"ONNX Runtime f32": Placement(), "OpenVINO f32": Placement("openvino", "f32"),
+           "OpenVINO bf16": Placement("openvino", "bf16")}  # fmt: skip
 
 
 def _rss_mb() -> float:
@@ -49,67 +60,68 @@ def _median_ms(call: Any, repeats: int = 5) -> float:
     return 1000 * float(np.median(times))
 
 
+def _flow_call(graph: Any, z_p: Array, speaker: dict[str, Any]) -> Array:
+    """One span through ``graph`` as a voice runs it (padded where the engine keeps shapes)."""
+    if not graph.few_shapes:
+        return graph.run({"z_p": z_p, **speaker})[0]
+    padded, mask = padded_span(z_p)
+    return graph.run({"z_p": padded, FRAME_MASK_INPUT: mask, **speaker})[0][:, :, : z_p.shape[2]]
+
+
+def _memory(path: Path, placement: Placement, threads: int) -> dict[str, float]:
+    """In this (fresh) process: MB added by loading the flow, one span, every length."""
+    sessions = Sessions(threads, openvino=placement.engine == "openvino")
+    before = _rss_mb()
+    graph = sessions.open(path, placement, frame_mask=True)
+    loaded = _rss_mb()
+    speaker = probe_speaker(graph, np.random.default_rng(0))
+    z_p = np.zeros((1, 192, 141), np.float32)
+    _flow_call(graph, z_p, speaker)
+    release_free_memory()
+    one = _rss_mb()
+    lengths = flow_buckets_up_to(FLOW_SPAN_FRAMES) if graph.few_shapes else (FLOW_SPAN_FRAMES,)
+    for frames in lengths:
+        _flow_call(graph, np.zeros((1, 192, frames), np.float32), speaker)
+    release_free_memory()
+    return {"loaded": loaded - before, "one": one - before, "every": _rss_mb() - before}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--frames", default="150,300,500")
+    parser.add_argument("--frames", default="40,141,300,495")
+    parser.add_argument("--memory-of", help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
-    import openvino as ov
-
     path = args.bundle / "flow.onnx"
-    session = load_session(path, session_options(args.threads))
-    widths = {i.name: i.shape[1] for i in session.get_inputs()}
-    core = ov.Core()
+    if args.memory_of:
+        print(json.dumps(_memory(path, ENGINES[args.memory_of], args.threads)))
+        return
+    sessions = Sessions(args.threads)
+    graphs = {name: sessions.open(path, p, frame_mask=True) for name, p in ENGINES.items()}
+    reference = graphs["ONNX Runtime f32"]
     rng = np.random.default_rng(0)
-
-    def speaker() -> dict[str, np.ndarray]:
-        """The speaker as this flow takes it: sid (speaker tables) or a random g."""
-        if "g" not in widths:
-            return {"sid": np.zeros(1, np.int64)}
-        return {"g": rng.standard_normal((1, widths["g"], 1)).astype(np.float32)}
-
-    def compile_flow(precision: str) -> Any:
-        config = {"INFERENCE_NUM_THREADS": args.threads, "INFERENCE_PRECISION_HINT": precision,
-                  "PERFORMANCE_HINT": "LATENCY", "NUM_STREAMS": 1}  # fmt: skip
-        return core.compile_model(str(path), "CPU", config)
-
-    before = _rss_mb()
-    model = compile_flow("bf16")
-    request = model.create_infer_request()
-    compiled_mb = _rss_mb()
-    lengths = [700, *range(100, 701, 37)]
-    seen = []
-    for frames in lengths:
-        request.infer({"z_p": rng.standard_normal((1, 192, frames)).astype(np.float32),
-                       **speaker()})  # fmt: skip
-        seen.append(_rss_mb())
-    print(f"OpenVINO bf16 flow memory: compiled +{compiled_mb - before:.0f} MB; after a "
-          f"{lengths[0]}-frame sentence +{seen[0] - compiled_mb:.0f} MB more; after "
-          f"{len(lengths) - 1} more new lengths +{seen[-1] - seen[0]:.0f} MB more "
-          f"({(seen[-1] - seen[0]) / (len(lengths) - 1):.1f} MB a length)")  # fmt: skip
-
-    del model, request
-    compiled = {"f32": compile_flow("f32"), "bf16": compile_flow("bf16")}
+    speaker = probe_speaker(reference, rng)
     print(f"machine: {platform.processor() or platform.machine()}, {args.threads} threads\n")
-    columns = ("frames", "ONNX Runtime f32", "OpenVINO f32", "OpenVINO bf16",
-               "SNR OpenVINO f32", "SNR bf16")  # fmt: skip
-    print("| " + " | ".join(columns) + " |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("| frames | " + " | ".join(ENGINES) + " | SNR OpenVINO f32 | SNR bf16 |")
+    print("| --- |" + " --- |" * (len(ENGINES) + 2))
     for frames in (int(f) for f in args.frames.split(",")):
-        feeds = {
-            "z_p": rng.standard_normal((1, 192, frames)).astype(np.float32),
-            **speaker(),
-        }
-        reference = session.run(None, feeds)[0]
-        row = [f"{_median_ms(lambda f=feeds: session.run(None, f)):.0f} ms"]
-        snrs = []
-        for model in compiled.values():
-            request = model.create_infer_request()
-            out = np.array(request.infer(feeds)[model.outputs[0]])
-            row.append(f"{_median_ms(lambda r=request, f=feeds: r.infer(f)):.0f} ms")
-            snrs.append(f"{_snr_db(reference, out):.1f} dB")
+        z_p = rng.standard_normal((1, 192, frames)).astype(np.float32)
+        expected = _flow_call(reference, z_p, speaker)
+        row, snrs = [], []
+        for graph in graphs.values():
+            row.append(f"{_median_ms(lambda g=graph, z=z_p: _flow_call(g, z, speaker)):.0f} ms")
+            if graph is not reference:
+                snrs.append(f"{_snr_db(expected, _flow_call(graph, z_p, speaker)):.1f} dB")
         print(f"| {frames} | {' | '.join(row + snrs)} |")
+    print("\nMB the flow adds, each engine in a fresh process: loaded / after a 141-frame "
+          "span / after every length it may run at")  # fmt: skip
+    for name in ENGINES:
+        out = subprocess.run([sys.executable, __file__, str(args.bundle), "--threads",
+                              str(args.threads), "--memory-of", name],
+                             capture_output=True, text=True, check=True)  # fmt: skip
+        mb = json.loads(out.stdout.strip().splitlines()[-1])
+        print(f"- {name}: +{mb['loaded']:.0f} / +{mb['one']:.0f} / +{mb['every']:.0f}")
 
 
 if __name__ == "__main__":

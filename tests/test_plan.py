@@ -581,7 +581,7 @@ def test_measuring_leaves_out_an_engine_that_fails_but_not_the_reference(
 
     def child(args: dict) -> dict:
         if args["what"] == "floor":
-            return {"peak_mb": 600.0, "ort_peak_mb": {}}
+            return {"peak_mb": 600.0, "ort_peak_mb": {}, "flow_ms": {"96": 20.0}}
         if args["engine"] in failing:
             raise MeasureError(f"{args['engine']} refused the decoder")
         return {"call_ms": {"62": 10.0}, "memory_mb": {"62": 5.0}, "threads_ms": {}}

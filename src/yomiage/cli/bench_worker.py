@@ -85,7 +85,7 @@ def plan_event(speaker: Speaker) -> dict[str, Any]:
     if plan is None:
         return {}
     options = [
-        {"decoder": str(o.choice), "predicted_decode_s": round(o.total_s, 3),
+        {"decoder": str(o), "predicted_decode_s": round(o.total_s, 3),
          "peak_mb": round(o.peak_mb), "refused": o.refused}
         for o in plan.options
     ]  # fmt: skip

@@ -12,9 +12,12 @@ tables):
   to end OpenVINO float32 was no faster (0.71-0.90x hayakoe in one run; ONNX
   Runtime 0.82-0.85x in another) and held 100-500 MB more, since OpenVINO
   keeps kernels for every input length; ONNX Runtime gives today's exact output.
-* flow: OpenVINO 1.12x faster at 650 frames in float32 (1.19x in bfloat16),
-  but 1.1 s and ~240 MB more to load: ONNX Runtime. (bfloat16 is not offered:
-  no trained JP-Extra flow to measure its error on.)
+* flow: ONNX Runtime float32 by default (OpenVINO float32 was 1.12x faster at
+  650 frames but held ~240 MB more). A plan whose decoder runs bfloat16 on
+  OpenVINO may take the flow there too (:mod:`yomiage.runtime.plan`): with its
+  attention now banded, bfloat16 runs it 1.6-2.0x faster (Zen 5; 54.9 dB SNR on
+  its output, random full-size voice), padded to a few lengths so the memory it
+  keeps per length stays bounded (:mod:`yomiage.runtime.flow_lengths`).
 * encoder (with the duration predictors): equal speed (27 ms vs 26 at 200
   tokens), OpenVINO loads 0.5 s slower; the spline of the stochastic duration
   predictor must stay float32: ONNX Runtime.

@@ -16,10 +16,14 @@ float32 on any sentence length. Without measurements (measuring off, or
 impossible) :func:`yomiage.runtime.planner.fallback_plan` gives a fixed answer from
 the CPU's features.
 
-The encoder and the flow stay on ONNX Runtime in float32 in every plan
-(measured on Zen 4, :mod:`yomiage.runtime.placement`: OpenVINO was no faster on
-the encoder and 1.1-1.2x on the flow at +240 MB); the decoder, 85% of the work,
-is where the plans differ.
+The encoder stays on ONNX Runtime in float32 in every plan (OpenVINO was no
+faster on it: :mod:`yomiage.runtime.placement`); the decoder, 75-85% of the work,
+is where the plans differ most. The flow follows the decoder: where the decoder
+runs bfloat16 on OpenVINO, the flow does too if it measured faster there at
+every length, padded to a few lengths so OpenVINO keeps little per length
+(:mod:`yomiage.runtime.flow_lengths`; full-size voice, Zen 5, 2 threads: 21 ms
+against 37 for a 141-frame sentence, 54.9 dB SNR on its output, and ~15 MB less
+at the peak than ONNX Runtime's float32 flow, whose weights it need not map).
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from yomiage.runtime.chunking import (
     windows,
 )
 from yomiage.runtime.cpu import THREADS_WORTH
+from yomiage.runtime.flow_lengths import flow_bucket
 from yomiage.runtime.placement import (
     DECODER_GRAPHS,
     ORT_F32,
@@ -142,24 +147,48 @@ class EngineTimings:
     balanced_trims: bool = False
 
     def ms_at(self, length: int) -> float:
-        """ms for one call at ``length`` frames: measured, or linear between the
-        measured lengths around it (beyond them, at the nearest one's cost per frame)."""
-        known = sorted(self.call_ms)
-        if length in self.call_ms:
-            return self.call_ms[length]
-        i = bisect.bisect_left(known, length)
-        if i == 0:
-            return self.call_ms[known[0]] * length / known[0]
-        if i == len(known):
-            return self.call_ms[known[-1]] * length / known[-1]
-        lo, hi = known[i - 1], known[i]
-        share = (length - lo) / (hi - lo)
-        return self.call_ms[lo] + share * (self.call_ms[hi] - self.call_ms[lo])
+        """ms for one call at ``length`` frames (:func:`ms_between`)."""
+        return ms_between(self.call_ms, length)
 
     def memory_up_to(self, length: int) -> float | None:
         """Memory added once every measured length up to ``length`` has run (None when
         ``length`` was not measured)."""
         return self.memory_mb.get(length)
+
+
+def ms_between(call_ms: Mapping[int, float], length: int) -> float:
+    """ms for one call at ``length`` frames: measured, or linear between the measured
+    lengths around it (beyond them, at the nearest one's cost per frame)."""
+    known = sorted(call_ms)
+    if length in call_ms:
+        return call_ms[length]
+    i = bisect.bisect_left(known, length)
+    if i == 0:
+        return call_ms[known[0]] * length / known[0]
+    if i == len(known):
+        return call_ms[known[-1]] * length / known[-1]
+    lo, hi = known[i - 1], known[i]
+    share = (length - lo) / (hi - lo)
+    return call_ms[lo] + share * (call_ms[hi] - call_ms[lo])
+
+
+@dataclass(frozen=True)
+class FlowTimings:
+    """The flow measured on one engine and precision, in a fresh process: ms per call
+    at a few lengths (padded ones, where the engine keeps shapes); and, for a flow off
+    ONNX Runtime, ``peak_mb``: the whole engine's peak with the flow there and the
+    decoder in bfloat16 on OpenVINO, per window size of its schedules (measured whole,
+    smallest first, as OpenVINO keeps every length: a sum of the parts counted
+    OpenVINO itself twice and over-predicted by ~30 MB besides)."""
+
+    placement: Placement
+    call_ms: Mapping[int, float]
+    peak_mb: Mapping[int, float] = field(default_factory=dict)
+
+    def ms_for(self, frames: int) -> float:
+        """ms for a sentence of ``frames`` frames (run at its bucket on OpenVINO)."""
+        padded = self.placement.engine == "openvino"
+        return ms_between(self.call_ms, flow_bucket(frames) if padded else frames)
 
 
 @dataclass(frozen=True)
@@ -176,6 +205,20 @@ class Measurements:
     context: int  # the decoder's receptive field in frames (each window's padding)
     ort_peak_mb: Mapping[int, float] = field(default_factory=dict)
     unavailable: tuple[tuple[str, str], ...] = ()
+    flows: tuple[FlowTimings, ...] = ()
+
+    def flow_on(self, placement: Placement) -> FlowTimings | None:
+        return next((f for f in self.flows if f.placement == placement), None)
+
+    def flow_with(self, choice: DecoderChoice) -> FlowTimings | None:
+        """Where the flow may run with decoder ``choice``, when not on ONNX Runtime in
+        float32: on OpenVINO in bfloat16 where the decoder runs so (its arithmetic is
+        then taken already), if the flow was measured there (and on ONNX Runtime, to
+        compare with). :func:`~yomiage.runtime.plan_choice.judge` moves it only where
+        that is faster and fits."""
+        if choice.placement != Placement("openvino", "bf16") or self.flow_on(ORT_F32) is None:
+            return None
+        return self.flow_on(choice.placement)
 
     def engine(self, engine: str, precision: str, layout: int = 0) -> EngineTimings | None:
         return next(
@@ -197,17 +240,22 @@ class Measurements:
 
 @dataclass(frozen=True)
 class PlanOption:
-    """One decoder choice judged: predicted seconds of decoding per reference
-    sentence, predicted peak memory, and why it was passed over (None: eligible)."""
+    """One decoder choice judged: predicted seconds of the flow and the decoder per
+    reference sentence, predicted peak memory, and why it was passed over (None:
+    eligible)."""
 
     choice: DecoderChoice
     seconds: tuple[float, ...]
     peak_mb: float
     refused: str | None = None
+    flow: Placement = ORT_F32  # where the flow runs with it (Measurements.flow_with)
 
     @property
     def total_s(self) -> float:
         return sum(self.seconds)
+
+    def __str__(self) -> str:
+        return str(self.choice) + (f", flow {self.flow}" if self.flow != ORT_F32 else "")
 
 
 @dataclass(frozen=True)
@@ -254,8 +302,10 @@ class Plan:
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
+        flow = f", flow {self.flow}" if self.flow != ORT_F32 else ""
         return (
-            f"decoder {self.decoder}, {self.threads} thread{'s' * (self.threads != 1)}{peak} "
+            f"decoder {self.decoder}{flow}, {self.threads} thread{'s' * (self.threads != 1)}"
+            f"{peak} "
             f"(budget {self.budget_mb} MB; {self.basis})"
         )
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
+from yomiage.runtime.placement import ORT_F32
 from yomiage.runtime.plan import (
     REFERENCE_SENTENCE_FRAMES,
     SPEED_WORTH_MEMORY,
     DecoderChoice,
+    FlowTimings,
     Measurements,
     Plan,
     PlanOption,
@@ -26,7 +28,10 @@ def judge(
     frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
 ) -> PlanOption | None:
     """``choice`` predicted from the measurements (None when its engine or its
-    largest length was not measured)."""
+    largest length was not measured): seconds of flow and decoder per sentence and
+    the peak, with the flow where it may run with it
+    (:meth:`~yomiage.runtime.plan.Measurements.flow_with`) if that is faster and its
+    peak fits ``budget_mb``, else on ONNX Runtime."""
     timings = measured.engine(choice.engine, choice.precision, choice.layout)
     if timings is None:
         return None
@@ -52,10 +57,36 @@ def judge(
     peak = measured.floor_mb + memory
     if choice.engine == "onnxruntime" and choice.window_frames in measured.ort_peak_mb:
         peak = max(measured.floor_mb, measured.ort_peak_mb[choice.window_frames] + extra)
-    refused = None
+    stays = PlanOption(choice, _with_flow(seconds, measured.flow_on(ORT_F32), frames), peak,
+                       _over(peak, budget_mb))  # fmt: skip
+    flow = measured.flow_with(choice)
+    if flow is None or choice.window_frames not in flow.peak_mb:
+        return stays
+    with_flow = flow.peak_mb[choice.window_frames]
+    moved = PlanOption(choice, _with_flow(seconds, flow, frames), with_flow,
+                       _over(with_flow, budget_mb), flow.placement)  # fmt: skip
+    if moved.refused is None and (stays.refused is not None or moved.total_s < stays.total_s):
+        return moved
+    if moved.refused is not None and stays.refused is not None and moved.peak_mb < stays.peak_mb:
+        return moved
+    return stays
+
+
+def _with_flow(
+    seconds: tuple[float, ...], flow: FlowTimings | None, frames: Sequence[int]
+) -> tuple[float, ...]:
+    """The decoder's ``seconds`` per sentence with the flow's added (nothing where the
+    flow was not timed: the same for every option then)."""
+    if flow is None:
+        return seconds
+    return tuple(s + flow.ms_for(f) / 1000 for s, f in zip(seconds, frames, strict=True))
+
+
+def _over(peak: float, budget_mb: int) -> str | None:
+    """Why a predicted ``peak`` is refused (None: it fits)."""
     if peak > budget_mb:
-        refused = f"~{peak:.0f} MB peak is over the {budget_mb} MB budget"
-    return PlanOption(choice, seconds, peak, refused)
+        return f"~{peak:.0f} MB peak is over the {budget_mb} MB budget"
+    return None
 
 
 def choose_plan(
@@ -92,8 +123,7 @@ def choose_plan(
             if mine > base
         ]  # fmt: skip
         if require_faster and o.refused is None and slower and o.choice.engine != "onnxruntime":
-            o = PlanOption(o.choice, o.seconds, o.peak_mb,
-                           f"slower than ONNX Runtime float32 at {slower[0]} frames")  # fmt: skip
+            o = replace(o, refused=f"slower than ONNX Runtime float32 at {slower[0]} frames")
         options.append(o)
     eligible = [o for o in options if o.refused is None]
     if eligible:
@@ -119,5 +149,5 @@ def choose_plan(
         threads = choose_threads(threads_ms, threads)
     ranked = [best, *others]
     chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
-    return Plan(best.choice, budget_mb, why, threads, peak_mb=best.peak_mb, options=tuple(ranked),
-                threads_ms=chosen_among)  # fmt: skip
+    return Plan(best.choice, budget_mb, why, threads, flow=best.flow, peak_mb=best.peak_mb,
+                options=tuple(ranked), threads_ms=chosen_among)  # fmt: skip

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from yomiage.runtime.plan import EngineTimings, Measurements
+from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +82,10 @@ class MeasureJob:
     context: int
     compiled_dir: Path | None
     layouts: Mapping[int, Path] = field(default_factory=dict)
+    # Engines and precisions to time the flow on besides ONNX Runtime float32, each with
+    # the decoder in bfloat16 on OpenVINO in windows of ``openvino_windows``.
+    flows: tuple[tuple[str, str], ...] = ()
+    openvino_windows: tuple[int, ...] = ()
 
 
 def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> Measurements:
@@ -91,7 +95,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
     ort = ("onnxruntime", "f32")
     runs = [(engine, precision, 0) for engine, precision in sorted(job.lengths)]
     runs += [(*ort, layout) for layout in sorted(job.layouts) if ort in job.lengths]
-    steps = len(runs) + 1
+    steps = len(runs) + 1 + len(job.flows)
     for i, (engine, precision, layout) in enumerate(runs, 1):
         what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
         progress(f"measuring the decoder on {what} ({i}/{steps}, once per CPU)")
@@ -122,11 +126,41 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
                 bool(raw.get("balanced_trims", False)),
             )
         )
-    progress(f"measuring the memory of the rest of the engine ({steps}/{steps})")
+    step = len(runs) + 1
+    progress(f"measuring the memory of the rest of the engine ({step}/{steps})")
     raw = _child({"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)})
     ort_peaks = {int(w): float(mb) for w, mb in raw["ort_peak_mb"].items()}
+    flows = [_flow_timings(ORT_FLOW, raw)]
+    for engine, precision in job.flows:
+        step += 1
+        progress(f"measuring the flow on {engine} {precision}, with the decoder ({step}/{steps})")
+        try:
+            other = _child({"what": "flow", "flow": [engine, precision], **_plain(job),
+                            "windows": list(job.openvino_windows)})  # fmt: skip
+        except MeasureError as exc:  # the flow stays on ONNX Runtime
+            log.warning("the flow on %s %s left out of the plan: %s", engine, precision, exc)
+            continue
+        flows.append(_flow_timings((engine, precision), other))
     return Measurements(float(raw["peak_mb"]), tuple(timings), job.context, ort_peaks,
-                        tuple(unavailable))  # fmt: skip
+                        tuple(unavailable), tuple(flows))  # fmt: skip
+
+
+ORT_FLOW = ("onnxruntime", "f32")
+# Flow spans timed on each engine: a word, then buckets of flow_lengths (a padded flow
+# runs at exactly these; the word at the first): short, typical, long and the longest.
+FLOW_TIMING_FRAMES = (40, 96, 160, 384, 896)
+
+
+def _flow_timings(placement: tuple[str, str], raw: Mapping[str, Any]) -> FlowTimings:
+    from yomiage.runtime.placement import Placement
+
+    engine, precision = placement
+    peaks = raw["peak_mb"] if placement != ORT_FLOW else {}  # ONNX Runtime's: the floor
+    return FlowTimings(
+        Placement(engine, precision),  # type: ignore[arg-type]
+        {int(n): float(ms) for n, ms in raw["flow_ms"].items()},
+        {int(w): float(mb) for w, mb in peaks.items()},
+    )
 
 
 def _plain(job: MeasureJob) -> dict[str, Any]:
@@ -286,15 +320,11 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
     with the decoder on ONNX Runtime, the peak after the text and a stream of its
     long sentence decoded in each window size, smallest first (ONNX Runtime's
     decoder allocates from the arena the other graphs freed, so its share is only
-    seen together)."""
+    seen together); last, the flow timed."""
     from yomiage.runtime.chunking import Windowing
     from yomiage.runtime.onnx_backend import OnnxBackend
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.plan import FIRST_WINDOW_CHOICES
-    from yomiage.speaker import Speaker
-    from yomiage.synthesis.gate import ComputeGate
-    from yomiage.synthesis.pipeline import Pipeline
-    from yomiage.text.frontend import Frontend
 
     backend = OnnxBackend(
         Path(args["bert"]),
@@ -310,7 +340,7 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
         raise MeasureError("only yomiage bundles have a plan to measure")
     real = voice.decoder
     voice.decoder = _SilentDecoder(real, voice.info.hop_length)  # type: ignore[assignment]
-    speaker = Speaker("calibration", voice, Pipeline(backend, Frontend(), ComputeGate(1)))
+    speaker = _calibration_speaker(backend, voice)
     for _ in range(2):
         speaker.generate(CALIBRATION_TEXT, seed=0)
     floor = round(_memory_mb()[1], 1)
@@ -323,18 +353,92 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
         # predicted, 936 measured in ../shared/peers/compare.sh).
         first = min(FIRST_WINDOW_CHOICES)
         voice.windowing = Windowing(window_frames=window, first_window_frames=first)
-        speaker.generate(CALIBRATION_TEXT, seed=0)
-        for _ in speaker.stream(LONG_SENTENCE, seed=0):
-            pass
-        with_decoder[window] = round(_memory_mb()[1], 1)
-    return {"peak_mb": floor, "ort_peak_mb": with_decoder}
+        with_decoder[window] = _whole_peak(speaker)
+    return {"peak_mb": floor, "ort_peak_mb": with_decoder, "flow_ms": _time_flow(voice)}
+
+
+def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
+    """The flow on ``args["flow"]`` (off ONNX Runtime) with the decoder in bfloat16 on
+    OpenVINO, as a plan would run them together: the flow warmed at every length it
+    may run at (as a server's voice is), then the whole peak after the calibration
+    text and a stream of its long sentence in each window size of
+    ``args["windows"]``, smallest first (OpenVINO keeps every length, so each peak
+    is that of the schedule up to it); last, the flow timed."""
+    from dataclasses import replace
+
+    from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, Windowing
+    from yomiage.runtime.onnx_backend import OnnxBackend
+    from yomiage.runtime.onnx_voice import BundleVoice
+    from yomiage.runtime.placement import Placement, voice_placement
+
+    flow = Placement(*args["flow"])
+    backend = OnnxBackend(
+        Path(args["bert"]),
+        precision=args["bert_precision"],
+        threads=args["threads"],
+        tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
+        decoder_precision="bf16",
+        compiled_dir=Path(args["compiled_dir"]) if args["compiled_dir"] else None,
+        measure_plan=False,
+    )
+    placement = replace(voice_placement("bf16", openvino=True), flow=flow)
+    voice = BundleVoice(Path(args["bundle"]), backend.sessions, placement)
+    if (voice.flow.placement, voice.decoder.placement) != (flow, Placement("openvino", "bf16")):
+        raise MeasureError(f"the flow or the decoder does not run on OpenVINO here ({flow})")
+    voice.warm_flow()
+    speaker = _calibration_speaker(backend, voice)
+    peaks = {}
+    for window in sorted(args["windows"]):
+        voice.windowing = Windowing(window, DEFAULT_FIRST_WINDOW_FRAMES)
+        peaks[window] = _whole_peak(speaker)
+    return {"peak_mb": peaks, "flow_ms": _time_flow(voice)}
+
+
+def _calibration_speaker(backend: Any, voice: Any) -> Any:
+    from yomiage.speaker import Speaker
+    from yomiage.synthesis.gate import ComputeGate
+    from yomiage.synthesis.pipeline import Pipeline
+    from yomiage.text.frontend import Frontend
+
+    return Speaker("calibration", voice, Pipeline(backend, Frontend(), ComputeGate(1)))
+
+
+def _whole_peak(speaker: Any) -> float:
+    """The process's peak after the calibration text and a stream of its long sentence."""
+    speaker.generate(CALIBRATION_TEXT, seed=0)
+    for _ in speaker.stream(LONG_SENTENCE, seed=0):
+        pass
+    return round(_memory_mb()[1], 1)
+
+
+def _time_flow(voice: Any) -> dict[int, float]:
+    """The flow's ms per call (median of :data:`TIMED_RUNS` after one) at each of
+    :data:`FLOW_TIMING_FRAMES`, as a request runs it (padded where it would be)."""
+    import numpy as np
+
+    from yomiage.runtime.sessions import probe_speaker
+
+    rng = np.random.default_rng(0)
+    speaker = probe_speaker(voice.flow, rng)
+    out = {}
+    for frames in FLOW_TIMING_FRAMES:
+        z_p = rng.standard_normal((1, voice.manifest.inter_channels, frames), np.float32)
+        voice.flow_span(z_p, speaker)
+        times = []
+        for _ in range(TIMED_RUNS):
+            start = time.perf_counter()
+            voice.flow_span(z_p, speaker)
+            times.append(1000 * (time.perf_counter() - start))
+        out[frames] = round(sorted(times)[len(times) // 2], 2)
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = json.loads((argv or sys.argv[1:])[0])
     os.environ[MEASURE_ENV] = "0"
     logging.basicConfig(level=logging.WARNING)
-    result = _time_decoder(args) if args["what"] == "decoder" else _floor(args)
+    measuring = {"decoder": _time_decoder, "floor": _floor, "flow": _flow_elsewhere}
+    result = measuring[args["what"]](args)
     print(json.dumps(result), flush=True)
     return 0
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from yomiage.atomic import write_atomic
 from yomiage.runtime.cpu import cpu_flags
-from yomiage.runtime.placement import graph_bytes
-from yomiage.runtime.plan import EngineTimings, Measurements
+from yomiage.runtime.placement import Engine, Placement, Precision, graph_bytes
+from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +37,10 @@ log = logging.getLogger(__name__)
 # 6: decoders converted since run their wide stages 2-D (export/decoder_layout.py), which
 # changes both their time and their memory per window. 7: the decoder is timed in other
 # layouts of its stages too (runtime/decoder_layouts.py). 8: OpenVINO's decoder is timed
-# with balanced stage trims, as requests now feed it (runtime/stage_trims.py).
-FORMAT_VERSION = 8
+# with balanced stage trims, as requests now feed it (runtime/stage_trims.py). 9: the flow
+# is timed on each engine it may run on, and OpenVINO's whole peak measured with it
+# (runtime/flow_lengths.py).
+FORMAT_VERSION = 9
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
@@ -138,6 +140,15 @@ class PlanStore:
                     }
                     for e in measured.engines
                 ],
+                "flows": [
+                    {
+                        "engine": f.placement.engine,
+                        "precision": f.placement.precision,
+                        "call_ms": {str(n): ms for n, ms in sorted(f.call_ms.items())},
+                        "peak_mb": {str(w): mb for w, mb in sorted(f.peak_mb.items())},
+                    }
+                    for f in measured.flows
+                ],
             },
         }
         try:
@@ -170,5 +181,25 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
         )
     ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}
     unavailable = tuple((str(e), str(p)) for e, p in data.get("unavailable", []))
+    flows = tuple(
+        FlowTimings(
+            Placement(_engine(f["engine"]), _precision(f["precision"])),
+            {int(n): float(ms) for n, ms in f["call_ms"].items()},
+            {int(w): float(mb) for w, mb in f["peak_mb"].items()},
+        )
+        for f in data.get("flows", [])
+    )
     return Measurements(float(data["floor_mb"]), tuple(engines), int(data["context"]), ort_peaks,
-                        unavailable)  # fmt: skip
+                        unavailable, flows)  # fmt: skip
+
+
+def _engine(name: str) -> Engine:
+    if name not in ("onnxruntime", "openvino"):
+        raise ValueError(f"unknown engine {name!r}")
+    return name  # type: ignore[return-value]
+
+
+def _precision(name: str) -> Precision:
+    if name not in ("f32", "bf16"):
+        raise ValueError(f"unknown precision {name!r}")
+    return name  # type: ignore[return-value]

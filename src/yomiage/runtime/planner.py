@@ -34,7 +34,7 @@ from yomiage.runtime.bundle import VoiceManifest
 from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
-from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, graph_bytes
+from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, Placement, graph_bytes
 from yomiage.runtime.plan import (
     DEFAULT_MEMORY_BUDGET_MB,
     DecoderChoice,
@@ -240,6 +240,8 @@ class Planner:
                     continue
                 if graph != decoder:  # the bundle's own layout is timed as the bundle's
                     layouts[layout] = graph
+        bf16 = Placement("openvino", "bf16")
+        bf16_windows = {c.window_frames for c in allowed if c.placement == bf16}
         job = MeasureJob(
             decoder=manifest.file("decoder.onnx"),
             bundle=manifest.path,
@@ -254,6 +256,9 @@ class Planner:
             context=context,
             compiled_dir=self.compiled_dir,
             layouts=layouts,
+            # The flow may follow a bfloat16 decoder onto OpenVINO (Measurements.flow_with).
+            flows=(("openvino", "bf16"),) if bf16_windows else (),
+            openvino_windows=tuple(sorted(bf16_windows)),
         )
         log.warning(
             "choosing how to run %s on this CPU: measuring %d engine(s), once "

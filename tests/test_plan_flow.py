@@ -1,0 +1,196 @@
+"""Where the flow runs in a plan: with a bfloat16 decoder on OpenVINO, on OpenVINO too
+when it measured faster there and the whole peak measured with both fits the budget
+(injected measurements; nothing is timed here)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_plan import (
+    CONTEXT,
+    FAST_HUNGRY,
+    ORT,
+    CountingMeasure,
+    big_voice,
+    key,
+    measured,
+    planner,
+)
+from yomiage.runtime.placement import ORT_F32, Placement
+from yomiage.runtime.plan import DecoderChoice, FlowTimings, Measurements, candidates
+from yomiage.runtime.plan_choice import choose_plan, judge
+from yomiage.runtime.plan_measure import MeasureJob, measure
+from yomiage.runtime.plan_store import PlanStore
+from yomiage.runtime.sessions import Sessions
+
+BF16 = Placement("openvino", "bf16")
+EVERYTHING = candidates(openvino=True, native_bf16=True)
+ORT_FLOW = FlowTimings(ORT_F32, {40: 22.0, 96: 30.0, 160: 40.0, 896: 250.0})
+FAST_FLOW = FlowTimings(BF16, {96: 20.0, 160: 25.0, 896: 130.0},
+                        {32: 750.0, 64: 850.0, 128: 950.0, 256: 990.0})  # fmt: skip
+
+
+def with_flows(*flows: FlowTimings, floor: float = 600) -> Measurements:
+    """ORT and FAST_HUNGRY's decoders (600 + 100 MB a length: 700 / 800 / 900 / 1000 MB
+    for the OpenVINO schedules 32 / 64 / 128 / 256), and these flows."""
+    return replace(measured(ORT, FAST_HUNGRY, floor=floor), flows=flows)
+
+
+def test_the_flow_may_follow_only_a_bfloat16_decoder() -> None:
+    m = with_flows(ORT_FLOW, FAST_FLOW)
+    assert m.flow_with(DecoderChoice("openvino", "bf16", 64)) == FAST_FLOW
+    assert m.flow_with(DecoderChoice("onnxruntime", "f32", 256)) is None
+    assert m.flow_with(DecoderChoice("openvino", "f32", 64)) is None
+    assert with_flows(FAST_FLOW).flow_with(DecoderChoice("openvino", "bf16")) is None
+    assert with_flows(ORT_FLOW).flow_with(DecoderChoice("openvino", "bf16")) is None
+
+
+def test_a_flow_slower_where_it_moves_stays_on_onnxruntime() -> None:
+    slower = replace(FAST_FLOW, call_ms={n: ms * 3 for n, ms in FAST_FLOW.call_ms.items()})
+    option = judge(DecoderChoice("openvino", "bf16", 64), with_flows(ORT_FLOW, slower), 1000)
+    assert option is not None and option.flow == ORT_F32 and option.peak_mb == 800.0
+
+
+def test_the_peak_with_the_flow_moved_is_the_one_measured_whole() -> None:
+    option = judge(DecoderChoice("openvino", "bf16", 64), with_flows(ORT_FLOW, FAST_FLOW), 1000)
+    assert option is not None
+    assert option.flow == BF16 and option.peak_mb == 850.0 and option.refused is None
+    assert str(option).endswith("flow openvino bf16")
+    stays = judge(DecoderChoice("openvino", "bf16", 64), with_flows(ORT_FLOW), 1000)
+    assert stays is not None and stays.flow == ORT_F32 and stays.peak_mb == 800.0
+    # The flow's time counts: the same decoder, the flow faster.
+    assert all(a < b for a, b in zip(option.seconds, stays.seconds, strict=True))
+
+
+def test_a_flow_that_does_not_fit_stays_on_onnxruntime() -> None:
+    """128-frame windows under 900 MB: 950 MB with the flow moved, 900 MB without it."""
+    m = with_flows(ORT_FLOW, FAST_FLOW)
+    option = judge(DecoderChoice("openvino", "bf16", 128), m, 900)
+    assert option is not None
+    assert option.flow == ORT_F32 and option.peak_mb == 900.0 and option.refused is None
+    # Neither fits: the lighter is what is shown (and refused).
+    both = judge(DecoderChoice("openvino", "bf16", 256), m, 900)
+    assert both is not None and both.refused and both.peak_mb == 990.0 and both.flow == BF16
+    heavier = replace(FAST_FLOW, peak_mb={256: 1050.0})
+    both = judge(DecoderChoice("openvino", "bf16", 256), with_flows(ORT_FLOW, heavier), 900)
+    assert both is not None and both.refused and both.peak_mb == 1000.0 and both.flow == ORT_F32
+
+
+def test_a_plan_carries_the_flow_of_its_option() -> None:
+    plan = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), 1000, threads=2, basis="t",
+                       allowed=EVERYTHING)  # fmt: skip
+    assert plan.decoder.placement == BF16 and plan.flow == plan.options[0].flow
+    assert plan.flow == BF16 and plan.peak_mb is not None and plan.peak_mb <= 1000
+    assert "flow openvino bf16" in plan.describe()
+    voice = plan.placement("bf16", automatic=True)
+    assert voice.flow == BF16 and voice.encoder == ORT_F32
+    # float32 asked for: nothing moves off ONNX Runtime.
+    f32 = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), 1000, threads=2, basis="t",
+                      allowed=[c for c in EVERYTHING if c.precision == "f32"])  # fmt: skip
+    assert f32.flow == ORT_F32 and "flow" not in f32.describe()
+
+
+def test_a_budget_too_small_for_the_moved_flow_keeps_the_decoder_on_openvino() -> None:
+    """The flow's memory must not cost the decoder its engine: the bfloat16 decoder
+    stays, with the flow on ONNX Runtime."""
+    m = with_flows(ORT_FLOW, replace(FAST_FLOW, peak_mb={w: 2000.0 for w in FAST_FLOW.peak_mb}))
+    plan = choose_plan(m, 1000, threads=2, basis="t", allowed=EVERYTHING)
+    assert plan.decoder.placement == BF16 and plan.flow == ORT_F32
+
+
+def test_flow_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
+    store = PlanStore(tmp_path)
+    m = with_flows(ORT_FLOW, FAST_FLOW)
+    store.save(key(), m, "2026-11-27")
+    assert store.load(key()) == (m, "2026-11-27")
+
+
+def test_a_kept_flow_on_an_unknown_engine_is_measured_over(tmp_path: Path) -> None:
+    store = PlanStore(tmp_path)
+    store.save(key(), with_flows(ORT_FLOW, replace(FAST_FLOW, placement=Placement("x", "bf16"))),  # type: ignore[arg-type]
+               "2026-11-27")  # fmt: skip
+    assert store.load(key()) is None
+
+
+def _job(**changes: Any) -> MeasureJob:
+    job = MeasureJob(decoder=Path("d.onnx"), bundle=Path("."), bert=Path("."), tokenizer=None,
+                     bert_precision="q8", threads=2,
+                     lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62,)},
+                     thread_choices=(2,), threads_length=62, ort_windows=(), context=CONTEXT,
+                     compiled_dir=None, flows=(("openvino", "bf16"),),
+                     openvino_windows=(32, 64))  # fmt: skip
+    return replace(job, **changes)
+
+
+def _children(monkeypatch: pytest.MonkeyPatch, flow_fails: bool = False) -> list[dict]:
+    import yomiage.runtime.plan_measure as plan_measure
+    from yomiage.runtime.plan_measure import MeasureError
+
+    asked: list[dict] = []
+
+    def child(args: dict) -> dict:
+        asked.append(args)
+        if args["what"] == "floor":
+            return {"peak_mb": 600.0, "ort_peak_mb": {}, "flow_ms": {"96": 30.0}}
+        if args["what"] == "flow":
+            if flow_fails:
+                raise MeasureError("OpenVINO refused the flow")
+            return {"peak_mb": {"32": 810.0, "64": 905.5}, "flow_ms": {"96": 20.0}}
+        return {"call_ms": {"62": 10.0}, "memory_mb": {"62": 5.0}, "threads_ms": {}}
+
+    monkeypatch.setattr(plan_measure, "_child", child)
+    return asked
+
+
+def test_measuring_times_the_flow_on_each_engine_with_the_decoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = _children(monkeypatch)
+    said: list[str] = []
+    m = measure(_job(), progress=said.append)
+    assert m.flows == (FlowTimings(ORT_F32, {96: 30.0}),
+                       FlowTimings(BF16, {96: 20.0}, {32: 810.0, 64: 905.5}))  # fmt: skip
+    [flow] = [a for a in asked if a["what"] == "flow"]
+    assert flow["flow"] == ["openvino", "bf16"] and flow["windows"] == [32, 64]
+    assert len(said) == 4 and "flow on openvino bf16" in said[-1] and "(4/4)" in said[-1]
+
+
+def test_a_flow_that_cannot_be_measured_stays_on_onnxruntime(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _children(monkeypatch, flow_fails=True)
+    with caplog.at_level(logging.WARNING):
+        m = measure(_job(), progress=lambda _: None)
+    assert [f.placement for f in m.flows] == [ORT_F32]
+    assert [e.engine for e in m.engines] == ["onnxruntime", "openvino"]  # the decoder stays
+    assert "flow on openvino bf16 left out" in caplog.text
+    assert m.flow_with(DecoderChoice("openvino", "bf16")) is None
+
+
+def test_no_flow_is_measured_off_onnxruntime_without_a_bfloat16_decoder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = _children(monkeypatch)
+    measure(_job(flows=(), openvino_windows=()), progress=lambda _: None)
+    assert [a["what"] for a in asked].count("flow") == 0
+
+
+def test_the_planner_asks_for_the_flow_with_every_bfloat16_schedule(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = big_voice(tmp_path, monkeypatch)
+    monkeypatch.setattr(Sessions, "has_openvino", property(lambda self: True))
+    monkeypatch.setattr(Sessions, "native_bf16", property(lambda self: True))
+    auto = CountingMeasure(with_flows(ORT_FLOW, FAST_FLOW))
+    plan = planner(tmp_path, auto).plan_for(manifest)
+    [job] = auto.jobs
+    assert job.flows == (("openvino", "bf16"),) and job.openvino_windows == (32, 64, 128, 256)
+    assert plan.flow == BF16
+    fp32 = CountingMeasure(with_flows(ORT_FLOW))
+    planner(tmp_path / "other", fp32, decoder_precision="fp32").plan_for(manifest)
+    assert fp32.jobs[0].flows == () and fp32.jobs[0].openvino_windows == ()
