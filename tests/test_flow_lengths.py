@@ -167,3 +167,17 @@ def test_a_flow_on_onnxruntime_runs_unpadded_and_is_not_warmed(test_voice: Path)
     speaker = probe_speaker(voice.flow, np.random.default_rng(0))
     z = voice.flow_span(_flow_feeds(voice.flow, 37)["z_p"], speaker)
     assert seen == [37] and z.shape[2] == 37
+
+
+def test_what_runs_names_a_flow_off_onnxruntime_and_one_refused() -> None:
+    planned = replace(voice_placement("bf16", openvino=True), flow=Placement("openvino", "bf16"))
+    assert planned.describe() == "decoder bf16 on openvino, flow bf16 on openvino"
+    assert planned.running(planned.decoder, planned.flow) is planned
+    refused = planned.running(planned.decoder, ORT_F32)
+    assert refused.describe() == "decoder bf16 on openvino" and refused.precision == "bf16"
+
+
+@needs_openvino
+def test_a_voice_reports_its_flow_where_it_runs(test_voice: Path) -> None:
+    _, voice = _voice(test_voice, OV_F32)
+    assert voice.info.runtime == "decoder fp32 on onnxruntime, flow f32 on openvino"

@@ -118,7 +118,7 @@ class BundleVoice:
         sha256 = m.files.get(decoder) if graph == m.file(decoder) else None
         self.decoder = sessions.open(graph, placement.decoder, sha256=sha256, threads=threads)
         # What actually runs: OpenVINO may have been missing or refused a graph.
-        self.placement = placement.running(self.decoder.placement)
+        self.placement = placement.running(self.decoder.placement, self.flow.placement)
         runtime = self.placement.describe()
         if threads is not None and threads != sessions.threads:  # the plan measured another
             runtime += f", {threads} thread{'s' * (threads != 1)} (measured)"

@@ -94,16 +94,20 @@ class VoicePlacement:
             return replace(self, decoder=ORT_F32, precision="fp32")
         return self
 
-    def running(self, decoder: Placement) -> VoicePlacement:
-        """This placement with the decoder where it actually loaded (OpenVINO may have
-        refused it: then it runs on ONNX Runtime in float32)."""
-        if decoder == self.decoder:
+    def running(self, decoder: Placement, flow: Placement | None = None) -> VoicePlacement:
+        """This placement with the decoder (and the flow) where they actually loaded
+        (OpenVINO may have refused one: then it runs on ONNX Runtime in float32)."""
+        flow = self.flow if flow is None else flow
+        if decoder == self.decoder and flow == self.flow:
             return self
-        precision = "int8" if self.precision == "int8" else "fp32"
-        return replace(self, decoder=decoder, precision=precision)
+        precision = self.precision
+        if decoder != self.decoder:
+            precision = "int8" if self.precision == "int8" else "fp32"
+        return replace(self, decoder=decoder, precision=precision, flow=flow)
 
     def describe(self) -> str:
-        return f"decoder {self.precision} on {self.decoder.engine}"
+        flow = f", flow {self.flow.precision} on {self.flow.engine}" if self.flow != ORT_F32 else ""
+        return f"decoder {self.precision} on {self.decoder.engine}{flow}"
 
 
 def check_decoder_precision(requested: str) -> str:
