@@ -15,20 +15,24 @@ from tests.test_plan import (
     CONTEXT,
     FAST_HUNGRY,
     ORT,
+    TINY,
     CountingMeasure,
     big_voice,
     key,
     measured,
     planner,
 )
+from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.placement import ORT_F32, Placement
 from yomiage.runtime.plan import DecoderChoice, FlowTimings, Measurements, candidates
 from yomiage.runtime.plan_choice import choose_plan, judge
 from yomiage.runtime.plan_measure import MeasureJob, measure
 from yomiage.runtime.plan_store import PlanStore
-from yomiage.runtime.sessions import Sessions
+from yomiage.runtime.plan_worker import FLOW_TIMING_FRAMES
+from yomiage.runtime.sessions import Sessions, openvino_version
 
 BF16 = Placement("openvino", "bf16")
+OV_F32 = Placement("openvino", "f32")
 EVERYTHING = candidates(openvino=True, native_bf16=True)
 ORT_FLOW = FlowTimings(ORT_F32, {40: 22.0, 96: 30.0, 160: 40.0, 896: 250.0})
 FAST_FLOW = FlowTimings(BF16, {96: 20.0, 160: 25.0, 896: 130.0},
@@ -194,3 +198,21 @@ def test_the_planner_asks_for_the_flow_with_every_bfloat16_schedule(
     fp32 = CountingMeasure(with_flows(ORT_FLOW))
     planner(tmp_path / "other", fp32, decoder_precision="fp32").plan_for(manifest)
     assert fp32.jobs[0].flows == () and fp32.jobs[0].openvino_windows == ()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+def test_the_flow_measuring_process_runs_both_graphs_on_openvino(tmp_path: Path) -> None:
+    """The real process for the flow off ONNX Runtime, on the tiny voice: the flow timed at
+    every length asked for, and a whole peak for each window size. Values are not judged."""
+    manifest = read_manifest(TINY)
+    job = _job(decoder=manifest.file("decoder.onnx"), bundle=TINY, bert=TINY / "bert",
+               threads=1, thread_choices=(1,), threads_length=47,
+               lengths={("onnxruntime", "f32"): (47,)}, context=manifest.receptive_field_frames,
+               compiled_dir=tmp_path, flows=(("openvino", "f32"),), openvino_windows=(16, 32))  # fmt: skip
+    m = measure(job, progress=lambda _: None)
+    ort, ov = m.flows
+    assert ort.placement == ORT_F32 and ov.placement == OV_F32
+    assert set(ort.call_ms) == set(ov.call_ms) == set(FLOW_TIMING_FRAMES)
+    assert set(ov.peak_mb) == {16, 32} and ov.peak_mb[16] <= ov.peak_mb[32]
+    assert all(ms > 0 for ms in (*ort.call_ms.values(), *ov.call_ms.values()))
