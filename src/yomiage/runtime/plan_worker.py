@@ -164,19 +164,10 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
     decoder allocates from the arena the other graphs freed, so its share is only
     seen together); last, the flow timed."""
     from yomiage.runtime.chunking import Windowing
-    from yomiage.runtime.onnx_backend import OnnxBackend
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.plan import FIRST_WINDOW_CHOICES
 
-    backend = OnnxBackend(
-        Path(args["bert"]),
-        precision=args["bert_precision"],
-        threads=args["threads"],
-        tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
-        decoder_precision="fp32",
-        openvino=False,
-        measure_plan=False,
-    )
+    backend = _backend(args, decoder_precision="fp32", openvino=False)
     voice = backend.load_voice(Path(args["bundle"]))
     if not isinstance(voice, BundleVoice):
         raise MeasureError("only yomiage bundles have a plan to measure")
@@ -209,20 +200,12 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import replace
 
     from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, Windowing
-    from yomiage.runtime.onnx_backend import OnnxBackend
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.placement import Placement, voice_placement
 
     flow = Placement(*args["flow"])
-    backend = OnnxBackend(
-        Path(args["bert"]),
-        precision=args["bert_precision"],
-        threads=args["threads"],
-        tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
-        decoder_precision="bf16",
-        compiled_dir=Path(args["compiled_dir"]) if args["compiled_dir"] else None,
-        measure_plan=False,
-    )
+    compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
+    backend = _backend(args, decoder_precision="bf16", compiled_dir=compiled)
     placement = replace(voice_placement("bf16", openvino=True), flow=flow)
     voice = BundleVoice(Path(args["bundle"]), backend.sessions, placement)
     if (voice.flow.placement, voice.decoder.placement) != (flow, Placement("openvino", "bf16")):
@@ -234,6 +217,20 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
         voice.windowing = Windowing(window, DEFAULT_FIRST_WINDOW_FRAMES)
         peaks[window] = _whole_peak(speaker)
     return {"peak_mb": peaks, "flow_ms": _time_flow(voice)}
+
+
+def _backend(args: dict[str, Any], **options: Any) -> Any:
+    """The job's BERT on a backend that measures no plan of its own."""
+    from yomiage.runtime.onnx_backend import OnnxBackend
+
+    return OnnxBackend(
+        Path(args["bert"]),
+        precision=args["bert_precision"],
+        threads=args["threads"],
+        tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
+        measure_plan=False,
+        **options,
+    )
 
 
 def _calibration_speaker(backend: Any, voice: Any) -> Any:
