@@ -156,6 +156,12 @@ def test_warming_runs_the_flow_at_every_bucket_once(test_voice: Path) -> None:
     _record_shapes(voice.flow, seen)
     voice.warm_shapes()
     assert tuple(seen) == flow_buckets_up_to(300) == (96, 128, 160, 192, 256, 320)
+    # Spans made longer than the buckets: those are warmed, the lengths beyond are not.
+    _, voice = _voice(test_voice, OV_F32, flow_frames=5000)
+    seen = []
+    _record_shapes(voice.flow, seen)
+    voice.warm_flow()
+    assert tuple(seen) == FLOW_BUCKETS
 
 
 def test_a_flow_on_onnxruntime_runs_unpadded_and_is_not_warmed(test_voice: Path) -> None:

@@ -31,7 +31,12 @@ from yomiage.runtime.chunking import (
     window_lengths,
     windows,
 )
-from yomiage.runtime.flow_lengths import FRAME_MASK_INPUT, flow_buckets_up_to, padded_span
+from yomiage.runtime.flow_lengths import (
+    FLOW_BUCKETS,
+    FRAME_MASK_INPUT,
+    flow_buckets_up_to,
+    padded_span,
+)
 from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.memory import release_free_memory
 from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
@@ -193,11 +198,12 @@ class BundleVoice:
     def warm_flow(self) -> None:
         """Run the flow once at each length it may run at, where it runs padded to a few
         (OpenVINO: ~10-40 ms more on the first call at each, and what it keeps for
-        them, ~2.5 MB each, is then held from the start, as a server will anyway)."""
+        them, ~2.5 MB each, is then held from the start, as a server will anyway).
+        Spans made longer than the last of them meet their lengths as they come."""
         if not self._flow_padded:
             return
         speaker = probe_speaker(self.flow, np.random.default_rng(0))
-        for length in flow_buckets_up_to(self.windowing.flow_frames):
+        for length in flow_buckets_up_to(min(self.windowing.flow_frames, FLOW_BUCKETS[-1])):
             self.flow_span(np.zeros((1, self.manifest.inter_channels, length), np.float32), speaker)
         release_free_memory()
 
