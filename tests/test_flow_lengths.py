@@ -187,3 +187,31 @@ def test_what_runs_names_a_flow_off_onnxruntime_and_one_refused() -> None:
 def test_a_voice_reports_its_flow_where_it_runs(test_voice: Path) -> None:
     _, voice = _voice(test_voice, OV_F32)
     assert voice.info.runtime == "decoder fp32 on onnxruntime, flow f32 on openvino"
+
+
+@needs_openvino
+def test_a_voice_runs_what_keeps_shapes_once_as_it_loads(
+    test_voice: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenVINO finishes preparing a compiled graph at its first call, holding more
+    meanwhile: a voice makes that call as it loads, at lengths its plan meets anyway (the
+    flow's first, the decoder's first window), not in its first request."""
+    from yomiage.runtime.openvino_graph import OpenVinoGraph
+
+    calls: list[tuple[str, int]] = []
+    run = OpenVinoGraph.run
+
+    def noting(graph: OpenVinoGraph, feeds: dict[str, Any]) -> list[Any]:
+        calls.append((graph.path.name, next(v.shape[2] for k, v in feeds.items() if k[0] == "z")))
+        return run(graph, feeds)
+
+    monkeypatch.setattr(OpenVinoGraph, "run", noting)
+    backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32")
+    placement = replace(voice_placement("fp32", openvino=True), flow=OV_F32, decoder=OV_F32)
+    voice = BundleVoice(test_voice, backend.sessions, placement, windowing=Windowing(64, 32))
+    assert voice.decoder.placement == OV_F32
+    first_window = 32 + 2 * voice.manifest.receptive_field_frames
+    assert calls == [("flow.onnx", FLOW_BUCKETS[0]), ("decoder.onnx", first_window)]
+    calls.clear()
+    _voice(test_voice, ORT_F32)
+    assert calls == []

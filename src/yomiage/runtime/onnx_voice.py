@@ -140,6 +140,7 @@ class BundleVoice:
             credits=_credits(m.aivm),
             style_rows=dict(m.style2id),
         )
+        self._settle()
         self.bert_dim = m.bert_dim
         self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
 
@@ -179,21 +180,26 @@ class BundleVoice:
         per input length: the decoder 1-4 s each). Nothing to do for an engine that
         does not keep shapes."""
         self.warm_flow()
-        if not self.decoder.few_shapes:
-            return
+        if self.decoder.few_shapes:
+            self._warm_decoder(self._decoder_lengths())
+            release_free_memory()
+
+    def _decoder_lengths(self) -> tuple[int, ...]:
+        """The window lengths the decoder's schedule runs at, smallest first."""
         w = self.windowing
+        context = self.manifest.receptive_field_frames
+        return window_lengths(w.window_frames, context, min(w.first_window_frames, w.window_frames))
+
+    def _warm_decoder(self, lengths: Sequence[int]) -> None:
         context = self.manifest.receptive_field_frames
         speaker = probe_speaker(self.decoder, np.random.default_rng(0))
         trims = self._stage_trims()
-        for length in window_lengths(
-            w.window_frames, context, min(w.first_window_frames, w.window_frames)
-        ):
+        for length in lengths:
             z = np.zeros((1, self.manifest.inter_channels, length), np.float32)
             feeds = {"z": z, **speaker}
             if trims is not None:  # the one set of stage sizes each length meets
                 feeds[TRIM_INPUT] = trims.amounts(context, context)[0]
             self.decoder.run(feeds)
-        release_free_memory()
 
     def warm_flow(self) -> None:
         """Run the flow once at each length it may run at, where it runs padded to a few
@@ -205,6 +211,21 @@ class BundleVoice:
         speaker = probe_speaker(self.flow, np.random.default_rng(0))
         for length in flow_buckets_up_to(min(self.windowing.flow_frames, FLOW_BUCKETS[-1])):
             self.flow_span(np.zeros((1, self.manifest.inter_channels, length), np.float32), speaker)
+        release_free_memory()
+
+    def _settle(self) -> None:
+        """One call of each graph on an engine that keeps shapes, as the voice loads, at
+        a length every plan of it meets. OpenVINO finishes preparing a compiled graph
+        at its first call and holds more while it does (full-size voice, bfloat16,
+        Zen 5: the flow ~150 MB, the decoder ~60 MB): paid here, before a request's
+        own memory is in use, it no longer sets the peak of a voice's first request
+        (two voices: 1,100 MB, 222 of it the flow's first call)."""
+        if self._flow_padded:
+            speaker = probe_speaker(self.flow, np.random.default_rng(0))
+            z_p = np.zeros((1, self.manifest.inter_channels, FLOW_BUCKETS[0]), np.float32)
+            self.flow_span(z_p, speaker)
+        if self.decoder.few_shapes:
+            self._warm_decoder(self._decoder_lengths()[:1])
         release_free_memory()
 
     @property
