@@ -206,12 +206,14 @@ class BundleVoice:
         (OpenVINO: ~10-40 ms more on the first call at each, and what it keeps for
         them, ~2.5 MB each, is then held from the start, as a server will anyway).
         Spans made longer than the last of them meet their lengths as they come."""
-        if not self._flow_padded:
-            return
+        if self._flow_padded:
+            self._warm_flow(flow_buckets_up_to(min(self.windowing.flow_frames, FLOW_BUCKETS[-1])))
+            release_free_memory()
+
+    def _warm_flow(self, lengths: Sequence[int]) -> None:
         speaker = probe_speaker(self.flow, np.random.default_rng(0))
-        for length in flow_buckets_up_to(min(self.windowing.flow_frames, FLOW_BUCKETS[-1])):
+        for length in lengths:
             self.flow_span(np.zeros((1, self.manifest.inter_channels, length), np.float32), speaker)
-        release_free_memory()
 
     def _settle(self) -> None:
         """One call of each graph on an engine that keeps shapes, as the voice loads, at
@@ -221,9 +223,7 @@ class BundleVoice:
         own memory is in use, it no longer sets the peak of a voice's first request
         (two voices: 1,100 MB, 222 of it the flow's first call)."""
         if self._flow_padded:
-            speaker = probe_speaker(self.flow, np.random.default_rng(0))
-            z_p = np.zeros((1, self.manifest.inter_channels, FLOW_BUCKETS[0]), np.float32)
-            self.flow_span(z_p, speaker)
+            self._warm_flow(FLOW_BUCKETS[:1])
         if self.decoder.few_shapes:
             self._warm_decoder(self._decoder_lengths()[:1])
         release_free_memory()

@@ -15,7 +15,7 @@ tables):
 * flow: ONNX Runtime float32 by default (OpenVINO float32 was 1.12x faster at
   650 frames but held ~240 MB more). A plan whose decoder runs bfloat16 on
   OpenVINO may take the flow there too (:mod:`yomiage.runtime.plan`): with its
-  attention now banded, bfloat16 runs it 1.6-2.0x faster (Zen 5; 54.9 dB SNR on
+  attention now banded, bfloat16 runs it 1.5-2.0x faster (Zen 5; 54.8 dB SNR on
   its output, random full-size voice), padded to a few lengths so the memory it
   keeps per length stays bounded (:mod:`yomiage.runtime.flow_lengths`).
 * encoder (with the duration predictors): equal speed (27 ms vs 26 at 200

@@ -18,12 +18,12 @@ the CPU's features.
 
 The encoder stays on ONNX Runtime in float32 in every plan (OpenVINO was no
 faster on it: :mod:`yomiage.runtime.placement`); the decoder, 75-85% of the work,
-is where the plans differ most. The flow follows the decoder: where the decoder
-runs bfloat16 on OpenVINO, the flow does too if it measured faster there at
-every length, padded to a few lengths so OpenVINO keeps little per length
-(:mod:`yomiage.runtime.flow_lengths`; full-size voice, Zen 5, 2 threads: 21 ms
-against 37 for a 141-frame sentence, 54.9 dB SNR on its output, and ~15 MB less
-at the peak than ONNX Runtime's float32 flow, whose weights it need not map).
+is where the plans differ most. The flow may follow the decoder: where the
+decoder runs bfloat16 on OpenVINO, the flow does too if that makes the option
+faster and the peak measured with both fits, padded to a few lengths so OpenVINO
+keeps little per length (:mod:`yomiage.runtime.flow_lengths`; full-size voice,
+Zen 5, 2 threads: 24 ms against 37 for a 141-frame sentence, 54.8 dB SNR on its
+output).
 """
 
 from __future__ import annotations

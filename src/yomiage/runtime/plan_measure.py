@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yomiage.runtime.placement import ORT_F32, Placement
 from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
 
 log = logging.getLogger(__name__)
@@ -114,35 +115,26 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
     step = len(runs) + 1
     progress(f"measuring the memory of the rest of the engine ({step}/{steps})")
     raw = _child({"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)})
-    ort_peaks = {int(w): float(mb) for w, mb in raw["ort_peak_mb"].items()}
-    flows = [_flow_timings(ORT_FLOW, raw)]
+    ort_peaks = _int_keys(raw["ort_peak_mb"])
+    flows = [FlowTimings(ORT_F32, _int_keys(raw["flow_ms"]))]
     for engine, precision in job.flows:
+        flow = Placement(engine, precision)  # type: ignore[arg-type]
         step += 1
-        progress(f"measuring the flow on {engine} {precision}, with the decoder ({step}/{steps})")
+        progress(f"measuring the flow on {flow}, with the decoder ({step}/{steps})")
         try:
-            other = _child({"what": "flow", "flow": [engine, precision], **_plain(job),
+            other = _child({"what": "flow", "flow": [flow.engine, flow.precision], **_plain(job),
                             "windows": list(job.openvino_windows)})  # fmt: skip
         except MeasureError as exc:  # the flow stays on ONNX Runtime
-            log.warning("the flow on %s %s left out of the plan: %s", engine, precision, exc)
+            log.warning("the flow on %s left out of the plan: %s", flow, exc)
             continue
-        flows.append(_flow_timings((engine, precision), other))
+        flows.append(FlowTimings(flow, _int_keys(other["flow_ms"]), _int_keys(other["peak_mb"])))
     return Measurements(float(raw["peak_mb"]), tuple(timings), job.context, ort_peaks,
                         tuple(unavailable), tuple(flows))  # fmt: skip
 
 
-ORT_FLOW = ("onnxruntime", "f32")
-
-
-def _flow_timings(placement: tuple[str, str], raw: Mapping[str, Any]) -> FlowTimings:
-    from yomiage.runtime.placement import Placement
-
-    engine, precision = placement
-    peaks = raw["peak_mb"] if placement != ORT_FLOW else {}  # ONNX Runtime's: the floor
-    return FlowTimings(
-        Placement(engine, precision),  # type: ignore[arg-type]
-        {int(n): float(ms) for n, ms in raw["flow_ms"].items()},
-        {int(w): float(mb) for w, mb in peaks.items()},
-    )
+def _int_keys(values: Mapping[str, Any]) -> dict[int, float]:
+    """A JSON object of lengths or window sizes to figures, keyed by int again."""
+    return {int(k): float(v) for k, v in values.items()}
 
 
 def _plain(job: MeasureJob) -> dict[str, Any]:
