@@ -25,7 +25,7 @@ from tests.test_plan import (
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.placement import ORT_F32, Placement
 from yomiage.runtime.plan import DecoderChoice, FlowTimings, Measurements, candidates
-from yomiage.runtime.plan_choice import choose_plan, judge
+from yomiage.runtime.plan_choice import choose_plan, judge, judge_variants
 from yomiage.runtime.plan_measure import MeasureJob, measure
 from yomiage.runtime.plan_store import PlanStore
 from yomiage.runtime.plan_worker import FLOW_TIMING_FRAMES
@@ -83,6 +83,39 @@ def test_a_flow_that_does_not_fit_stays_on_onnxruntime() -> None:
     heavier = replace(FAST_FLOW, peak_mb={256: 1050.0})
     both = judge(DecoderChoice("openvino", "bf16", 256), with_flows(ORT_FLOW, heavier), 900)
     assert both is not None and both.refused and both.peak_mb == 1000.0 and both.flow == ORT_F32
+
+
+def test_a_faster_flow_over_the_budget_is_shown_beside_the_option_that_fits() -> None:
+    """What a larger budget buys includes the flow moved: the plan keeps the option that
+    fits and lists the faster one, refused, so that bench can offer it."""
+    m = with_flows(ORT_FLOW, FAST_FLOW)
+    fits, faster = judge_variants(DecoderChoice("openvino", "bf16", 128), m, 900)
+    assert fits.flow == ORT_F32 and fits.refused is None and fits.peak_mb == 900.0
+    assert faster.flow == BF16 and faster.refused and faster.peak_mb == 950.0
+    assert faster.total_s < fits.total_s
+    plan = choose_plan(m, 900, threads=2, basis="t", allowed=EVERYTHING)
+    assert plan.peak_mb is not None and plan.peak_mb <= 900 and plan.options[0].refused is None
+    moved_over = [o for o in plan.options if o.flow == BF16 and o.peak_mb == 950.0]
+    assert len(moved_over) == 1 and moved_over[0].refused
+    # A flow that is slower where it moves is no trade: nothing more is listed.
+    slower = replace(FAST_FLOW, call_ms={n: ms * 3 for n, ms in FAST_FLOW.call_ms.items()})
+    only = judge_variants(DecoderChoice("openvino", "bf16", 128), with_flows(ORT_FLOW, slower), 900)
+    assert len(only) == 1 and only[0].flow == ORT_F32
+
+
+def test_bench_offers_the_flow_moved_when_a_larger_budget_buys_it() -> None:
+    from yomiage.cli.bench_report import faster_over_budget
+
+    much_faster = replace(FAST_FLOW, call_ms={n: ms / 4 for n, ms in FAST_FLOW.call_ms.items()})
+    plan = choose_plan(with_flows(ORT_FLOW, much_faster), 900, threads=2, basis="t",
+                       allowed=EVERYTHING)  # fmt: skip
+    options = [
+        {"decoder": str(o), "predicted_decode_s": o.total_s, "peak_mb": o.peak_mb}
+        for o in plan.options
+    ]
+    offers = faster_over_budget(options, 900)
+    assert offers and offers[0]["decoder"].endswith("flow openvino bf16")
+    assert offers[0]["memory_budget_mb"] == 950
 
 
 def test_a_plan_carries_the_flow_of_its_option() -> None:
