@@ -8,7 +8,9 @@ the HTTP server stays in the parent. When the child dies, every request it
 was working on fails at once with :class:`WorkerCrashed` (the routes answer
 500 ``worker_crashed`` when nothing was sent yet), the crash is counted, and a
 new child is started and warmed; requests that arrive meanwhile wait for it
-(:class:`WorkerUnavailable` past ``ready_timeout``).
+(:class:`WorkerUnavailable` past ``ready_timeout``). A call the child had not
+begun yet is not lost: it is sent once more, to the new child
+(:mod:`yomiage.server.engine.worker_retry`).
 
 A worker that hangs instead (stopped, deadlocked) is found by deadlines
 (:mod:`yomiage.server.engine.liveness`): a watchdog thread pings it, reports it
@@ -42,6 +44,7 @@ from yomiage.server.engine.liveness import Liveness, work_size
 from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.engine.worker_calls import (
     Call,
+    CallNotStarted,
     Generation,
     WorkerCrashed,
     WorkerHung,
@@ -51,6 +54,7 @@ from yomiage.server.engine.worker_calls import (
 )
 from yomiage.server.engine.worker_child import ServiceFactory
 from yomiage.server.engine.worker_logging import LogLevels
+from yomiage.server.engine.worker_retry import call_retrying
 from yomiage.server.engine.worker_spawn import spawn_worker
 from yomiage.server.engine.worker_stream import WorkerChunkSource
 from yomiage.server.engine.worker_voices import VoiceChanges
@@ -134,18 +138,18 @@ class WorkerService:
         return WorkerChunkSource(self, request)
 
     def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
-        data: bytes = self._call(self._current(), "encode", audio, fmt)
+        data: bytes = call_retrying(self, "encode", audio, fmt)
         return data
 
     def warm(self, voice: str) -> None:
-        self._call(self._current(), "warm", voice)
+        call_retrying(self, "warm", voice)
 
     def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
-        readings: list[SentenceReading] = self._call(self._current(), "read", voice, text, options)
+        readings: list[SentenceReading] = call_retrying(self, "read", voice, text, options)
         return readings
 
     def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
-        audio: Audio = self._call(self._current(), "generate", voice, list(reading), options)
+        audio: Audio = call_retrying(self, "generate", voice, list(reading), options)
         return audio
 
     def load_voice(self, name: str, source: str, *, warm: bool = True) -> Mapping[str, VoiceCard]:
@@ -164,18 +168,18 @@ class WorkerService:
             return self._voices
 
     def words(self) -> tuple[UserWord, ...]:
-        words: tuple[UserWord, ...] = self._call(self._current(), "words")
+        words: tuple[UserWord, ...] = call_retrying(self, "words")
         return words
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
-        removed: UserWord | SkippedEntry = self._call(self._current(), "remove_word", surface)
+        removed: UserWord | SkippedEntry = call_retrying(self, "remove_word", surface)
         return removed
 
     def update_words(
         self, add: Sequence[UserWord], remove: Sequence[str], keep_existing: bool
     ) -> tuple[UserWord, ...]:
-        added: tuple[UserWord, ...] = self._call(
-            self._current(), "update_words", list(add), list(remove), keep_existing
+        added: tuple[UserWord, ...] = call_retrying(
+            self, "update_words", list(add), list(remove), keep_existing
         )
         return added
 
@@ -223,13 +227,14 @@ class WorkerService:
     ) -> Any:
         """Send one call and wait for its answer; the watchdog fails it once it is overdue
         (``size``: its units of work, by default :func:`work_size`; ``timeout``: seconds
-        instead of the deadline of its size)."""
+        instead of the deadline of its size). CallNotStarted: the child died before it
+        began the call."""
         units = work_size(op, args) if size is None else size
         seconds = self._liveness.deadline(units) if timeout is None else timeout
         call = Call(deadline=time.monotonic() + seconds)
         with self._lock:
             if not generation.alive:
-                raise WorkerCrashed("the synthesis worker died; it is being restarted")
+                raise CallNotStarted("the synthesis worker died; it is being restarted")
             call_id = next(self._ids)
             generation.calls[call_id] = call
         try:
@@ -240,7 +245,7 @@ class WorkerService:
                 generation.calls.pop(call_id, None)
             if generation.hung:
                 raise WorkerHung(generation.hung) from None
-            raise WorkerCrashed("the synthesis worker died; it is being restarted") from None
+            raise CallNotStarted("the synthesis worker died; it is being restarted") from None
         call.done.wait()
         if call.ok:
             return call.value
@@ -290,6 +295,10 @@ class WorkerService:
             while True:
                 call_id, ok, value = generation.conn.recv()
                 with self._lock:
+                    if ok is None:  # not an answer: the child began the call
+                        if call_id in generation.calls:
+                            generation.calls[call_id].started = True
+                        continue
                     call = generation.calls.pop(call_id, None)
                 if call is not None:
                     call.finish(ok, value)
@@ -308,14 +317,10 @@ class WorkerService:
             pending = list(generation.calls.values())
             generation.calls.clear()
             closing = self._closing
+        generation.gone.set()
         how = describe_exit(generation.process.exitcode)
         for call in pending:
-            error = (
-                WorkerHung(generation.hung)
-                if generation.hung
-                else WorkerCrashed(f"the synthesis worker died ({how}); retry shortly")
-            )
-            call.finish(False, error)
+            call.finish(False, generation.failure(call, how))
         if closing:
             return
         if generation.hung:

@@ -18,6 +18,11 @@ class WorkerCrashed(YomiageError):
     """The worker process died while it worked on this request (it is being restarted)."""
 
 
+class CallNotStarted(WorkerCrashed):
+    """The worker process died before it began this call: it may be sent to the next one
+    (:mod:`yomiage.server.engine.worker_retry`)."""
+
+
 class WorkerUnavailable(YomiageError):
     """No worker process is ready (one is starting); retry shortly."""
 
@@ -34,6 +39,7 @@ class WorkerStartError(YomiageError):
 class Call:
     deadline: float = float("inf")  # time.monotonic() past which the worker counts as hung
     on_ok: Callable[[], None] | None = None
+    started: bool = False  # the child said it began it: it may be what kills the child
     done: threading.Event = field(default_factory=threading.Event)
     ok: bool = False
     value: Any = None
@@ -54,8 +60,18 @@ class Generation:
     process: Any  # multiprocessing's SpawnProcess
     calls: dict[int, Call] = field(default_factory=dict)
     alive: bool = True
+    gone: threading.Event = field(default_factory=threading.Event)  # set with alive = False
     hung: str | None = None  # why it was killed as hung
     reader: threading.Thread | None = None
+
+    def failure(self, call: Call, how: str) -> WorkerCrashed | WorkerHung:
+        """What ``call``, in flight when this process died (``how``: :func:`describe_exit`),
+        fails with: only one the child never began may be sent to the next child."""
+        if self.hung:
+            return WorkerHung(self.hung)
+        if call.started:
+            return WorkerCrashed(f"the synthesis worker died ({how}); retry shortly")
+        return CallNotStarted(f"the synthesis worker died ({how}) before it began the call")
 
 
 def describe_exit(code: int | None) -> str:

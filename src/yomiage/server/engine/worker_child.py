@@ -5,7 +5,9 @@ Each call runs in a thread of its own (a slow stream must not hold the others);
 ``cancel`` and ``ping`` are handled at once, not queued behind the steps in
 flight (a ping that is not answered means the process is stopped or hung).
 Results and errors travel pickled; an error that cannot be pickled comes back
-as a :class:`WorkerError` naming it.
+as a :class:`WorkerError` naming it. Before any work on a call, its thread
+says so (``(call_id, None, None)``): a call this process dies in without having
+begun it is sent again to the next one (:mod:`yomiage.server.engine.worker_retry`).
 """
 
 from __future__ import annotations
@@ -70,7 +72,7 @@ def _serve(conn: Connection, service: SpeechService) -> None:
     lock = threading.Lock()
     send_lock = threading.Lock()
 
-    def reply(call_id: int, ok: bool, value: Any) -> None:
+    def reply(call_id: int, ok: bool | None, value: Any) -> None:
         with send_lock:
             try:
                 conn.send((call_id, ok, value))
@@ -78,6 +80,7 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                 conn.send((call_id, False, WorkerError(f"cannot send the result: {exc}")))
 
     def handle(call_id: int, op: str, args: tuple[Any, ...]) -> None:
+        reply(call_id, None, None)  # begun: from here on, this call may be what kills us
         try:
             value: Any = None
             if op == "open":
