@@ -164,7 +164,9 @@ def _job(**changes: Any) -> MeasureJob:
     return replace(job, **changes)
 
 
-def _children(monkeypatch: pytest.MonkeyPatch, flow_fails: bool = False) -> list[dict]:
+def _children(
+    monkeypatch: pytest.MonkeyPatch, flow_fails: bool = False, compile_fails: bool = False
+) -> list[dict]:
     import yomiage.runtime.plan_measure as plan_measure
     from yomiage.runtime.plan_measure import MeasureError
 
@@ -172,6 +174,10 @@ def _children(monkeypatch: pytest.MonkeyPatch, flow_fails: bool = False) -> list
 
     def child(args: dict) -> dict:
         asked.append(args)
+        if args["what"] == "compile":
+            if compile_fails:
+                raise MeasureError("a disk full, say")
+            return {"compiled": args["precisions"]}
         if args["what"] == "floor":
             return {"peak_mb": 600.0, "ort_peak_mb": {}, "flow_ms": {"96": 30.0}}
         if args["what"] == "flow":
@@ -195,6 +201,61 @@ def test_measuring_times_the_flow_on_each_engine_with_the_decoder(
     [flow] = [a for a in asked if a["what"] == "flow"]
     assert flow["flow"] == ["openvino", "bf16"] and flow["windows"] == [32, 64]
     assert len(said) == 4 and "flow on openvino bf16" in said[-1] and "(4/4)" in said[-1]
+
+
+def test_openvinos_decoder_is_compiled_into_the_cache_before_anything_is_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every measuring process then loads the compiled decoder, as every voice that runs
+    the plan will, so none counts what compiling it leaves resident."""
+    asked = _children(monkeypatch)
+    said: list[str] = []
+    measure(_job(compiled_dir=tmp_path), progress=said.append)
+    assert [a["what"] for a in asked] == ["compile", "decoder", "decoder", "floor", "flow"]
+    assert asked[0]["precisions"] == ["bf16"] and asked[0]["compiled_dir"] == str(tmp_path)
+    assert len(said) == 5 and "compiling" in said[0] and "(1/5," in said[0]
+    assert "(5/5)" in said[-1]
+
+
+def test_nothing_is_compiled_ahead_without_a_cache_or_without_openvino(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked = _children(monkeypatch)
+    measure(_job(), progress=lambda _: None)  # no cache: each process compiles, as voices do
+    ort_only = _job(compiled_dir=tmp_path, lengths={("onnxruntime", "f32"): (62,)}, flows=(),
+                    openvino_windows=())  # fmt: skip
+    measure(ort_only, progress=lambda _: None)
+    assert "compile" not in [a["what"] for a in asked]
+
+
+def test_a_decoder_that_cannot_be_compiled_ahead_is_still_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    asked = _children(monkeypatch, compile_fails=True)
+    with caplog.at_level(logging.WARNING):
+        m = measure(_job(compiled_dir=tmp_path), progress=lambda _: None)
+    assert [e.engine for e in m.engines] == ["onnxruntime", "openvino"]
+    assert [a["what"] for a in asked][1:] == ["decoder", "decoder", "floor", "flow"]
+    assert "could not be compiled ahead (a disk full, say)" in caplog.text
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(openvino_version() is None, reason="OpenVINO is not installed")
+def test_the_compiling_process_leaves_the_decoder_where_a_voice_loads_it(tmp_path: Path) -> None:
+    """The real process on the tiny voice: the cache holds the compiled decoder after it,
+    under the name a voice's load looks for (its manifest's SHA-256)."""
+    from yomiage.runtime.plan_measure import _child
+
+    manifest = read_manifest(TINY)
+    job = _job(decoder=manifest.file("decoder.onnx"), bundle=TINY, bert=TINY / "bert",
+               compiled_dir=tmp_path)  # fmt: skip
+    from yomiage.runtime.plan_measure import _plain
+
+    done = _child({"what": "compile", "precisions": ["bf16"], **_plain(job)})
+    assert done == {"compiled": ["bf16"]}
+    sha = manifest.files["decoder.onnx"]
+    [folder] = [f for f in tmp_path.iterdir() if f.is_dir()]
+    assert any(f.is_file() for f in (folder / sha).iterdir())
 
 
 def test_a_flow_that_cannot_be_measured_stays_on_onnxruntime(

@@ -39,8 +39,9 @@ log = logging.getLogger(__name__)
 # layouts of its stages too (runtime/decoder_layouts.py). 8: OpenVINO's decoder is timed
 # with balanced stage trims, as requests now feed it (runtime/stage_trims.py). 9: the flow
 # is timed on each engine it may run on, and OpenVINO's whole peak measured with it
-# (runtime/flow_lengths.py).
-FORMAT_VERSION = 9
+# (runtime/flow_lengths.py). 10: OpenVINO's decoder is compiled into the cache before it
+# is measured, so its memory is that of a voice loading it from there (plan_worker.py).
+FORMAT_VERSION = 10
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
