@@ -16,13 +16,13 @@ from yomiage.runtime.plan import (
     DecoderChoice,
     EngineTimings,
     Measurements,
-    candidates,
     choose_threads,
     decoder_calls,
     first_call_lengths,
 )
 from yomiage.runtime.plan_choice import choose_plan, judge
 from yomiage.runtime.plan_measure import MeasureError, MeasureJob, measure
+from yomiage.runtime.plan_schedules import candidates
 from yomiage.runtime.plan_store import PlanKey, PlanStore
 from yomiage.runtime.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
 from yomiage.runtime.sessions import Sessions

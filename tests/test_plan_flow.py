@@ -24,9 +24,10 @@ from tests.test_plan import (
 )
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.placement import ORT_F32, Placement
-from yomiage.runtime.plan import DecoderChoice, FlowTimings, Measurements, candidates
+from yomiage.runtime.plan import DecoderChoice, FlowTimings, Measurements
 from yomiage.runtime.plan_choice import choose_plan, judge, judge_variants
 from yomiage.runtime.plan_measure import MeasureJob, measure
+from yomiage.runtime.plan_schedules import candidates
 from yomiage.runtime.plan_store import PlanStore
 from yomiage.runtime.plan_worker import FLOW_TIMING_FRAMES
 from yomiage.runtime.sessions import Sessions, openvino_version
@@ -258,6 +259,94 @@ def test_the_compiling_process_leaves_the_decoder_where_a_voice_loads_it(tmp_pat
     assert any(f.is_file() for f in (folder / sha).iterdir())
 
 
+def _family_children(monkeypatch: pytest.MonkeyPatch, failing: tuple[int, ...] = ()) -> list[dict]:
+    """Children whose decoder timings and whole peaks echo what they were asked for."""
+    import yomiage.runtime.plan_measure as plan_measure
+    from yomiage.runtime.plan_measure import MeasureError
+
+    asked: list[dict] = []
+
+    def child(args: dict) -> dict:
+        asked.append(args)
+        if args["what"] == "floor":
+            return {"peak_mb": 600.0, "ort_peak_mb": {}, "flow_ms": {"96": 30.0}}
+        if args["what"] == "flow":
+            return {"peak_mb": {str(w): 800.0 + w for w in args["windows"]},
+                    "flow_ms": {"96": 20.0 + len(args["windows"])}}  # fmt: skip
+        if set(args["lengths"]) & set(failing):
+            raise MeasureError("OpenVINO refused a length")
+        counts = args["thread_choices"]
+        return {"call_ms": {str(n): n / 2 for n in args["lengths"]},
+                "memory_mb": {str(n): float(n) for n in args["lengths"]},
+                "threads_ms": {str(t): 10.0 * t for t in counts} if len(counts) > 1 else {}}  # fmt: skip
+
+    monkeypatch.setattr(plan_measure, "_child", child)
+    return asked
+
+
+def test_interleaving_schedules_are_measured_in_processes_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OpenVINO keeps every length it meets, so a length of the 48-96 schedule met in the
+    same process as the 32-frame family would count in that family's memory: each family
+    has its own process for the decoder and for the whole peaks, and what they measured
+    is put together."""
+    asked = _family_children(monkeypatch)
+    said: list[str] = []
+    job = _job(lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62, 78, 94, 126)},
+               families={("openvino", "bf16"): ((62, 94), (78, 126))}, thread_choices=(1, 2),
+               openvino_windows=(32, 64, 96))  # fmt: skip
+    m = measure(job, progress=said.append)
+    decoders = [a for a in asked if a["what"] == "decoder" and a["engine"] == "openvino"]
+    assert [d["lengths"] for d in decoders] == [[62, 94], [78, 126]]
+    assert [d["thread_choices"] for d in decoders] == [[1, 2], [2]]  # counts timed once
+    bf16 = m.engine("openvino", "bf16")
+    assert bf16 is not None and bf16.memory_mb == {62: 62.0, 94: 94.0, 78: 78.0, 126: 126.0}
+    assert bf16.threads_ms == {1: 10.0, 2: 20.0}
+    flows = [a["windows"] for a in asked if a["what"] == "flow"]
+    assert flows == [[32, 64], [96]]
+    assert m.flows[1].peak_mb == {32: 832.0, 64: 864.0, 96: 896.0}
+    assert m.flows[1].call_ms == {96: 22.0}  # the first family's: its process times it
+    assert len(said) == 6 and "lengths 78-126 (3/6" in said[2]
+
+
+def test_a_family_that_cannot_be_measured_leaves_the_others(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    _family_children(monkeypatch, failing=(126,))
+    job = _job(lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62, 78, 94, 126)},
+               families={("openvino", "bf16"): ((62, 94), (78, 126))})  # fmt: skip
+    with caplog.at_level(logging.WARNING):
+        m = measure(job, progress=lambda _: None)
+    bf16 = m.engine("openvino", "bf16")
+    assert bf16 is not None and set(bf16.call_ms) == {62, 94} and m.unavailable == ()
+    assert "lengths 78-126 left out of the plan" in caplog.text
+    # The 48-96 schedule is then no option; the others still are.
+    assert judge(DecoderChoice("openvino", "bf16", 96, 48), m, 5000) is None
+    assert judge(DecoderChoice("openvino", "bf16", 64), m, 5000) is not None
+
+
+def test_each_openvino_schedule_has_one_first_window_and_its_own_lengths() -> None:
+    from yomiage.runtime.plan_schedules import (
+        OPENVINO_SCHEDULES,
+        openvino_first_window,
+        schedule_families,
+    )
+
+    sizes = [size for _, size in OPENVINO_SCHEDULES]
+    assert len(sizes) == len(set(sizes))  # whole peaks are kept per size
+    assert openvino_first_window(96) == 48 and openvino_first_window(64) == 32
+    ov = [c for c in EVERYTHING if c.keeps_shapes]
+    assert schedule_families(ov, CONTEXT) == {32: (62, 94, 158, 286), 48: (78, 126)}
+    # A 1.6 s sentence: two calls in 48-96 where the 32-frame family makes three.
+    from yomiage.runtime.plan import decoder_calls
+
+    assert decoder_calls(DecoderChoice("openvino", "bf16", 96, 48), 141, CONTEXT,
+                         balanced_trims=True) == [78, 126]  # fmt: skip
+    assert decoder_calls(DecoderChoice("openvino", "bf16", 128), 141, CONTEXT,
+                         balanced_trims=True) == [62, 94, 94]  # fmt: skip
+
+
 def test_a_flow_that_cannot_be_measured_stays_on_onnxruntime(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -287,7 +376,9 @@ def test_the_planner_asks_for_the_flow_with_every_bfloat16_schedule(
     auto = CountingMeasure(with_flows(ORT_FLOW, FAST_FLOW))
     plan = planner(tmp_path, auto).plan_for(manifest)
     [job] = auto.jobs
-    assert job.flows == (("openvino", "bf16"),) and job.openvino_windows == (32, 64, 128, 256)
+    assert job.flows == (("openvino", "bf16"),) and job.openvino_windows == (32, 64, 96, 128, 256)
+    # The 48-96 schedule's lengths interleave with the others': measured apart.
+    assert job.families == {("openvino", "bf16"): ((62, 94, 158, 286), (78, 126))}
     assert plan.flow == BF16
     fp32 = CountingMeasure(with_flows(ORT_FLOW))
     planner(tmp_path / "other", fp32, decoder_precision="fp32").plan_for(manifest)

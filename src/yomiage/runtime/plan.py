@@ -29,7 +29,7 @@ output).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from yomiage.runtime.chunking import (
@@ -56,16 +56,6 @@ DEFAULT_MEMORY_BUDGET_MB = 1000
 # Sentence lengths (decoder frames, ~11.6 ms each at 44.1 kHz) a plan is judged on: a
 # word, a short reply, a typical sentence, a long one, one near the flow's span.
 REFERENCE_SENTENCE_FRAMES = (40, 120, 250, 450, 700, 1000)
-# Decoder windows an option may grow to; the first window stays small for first audio.
-WINDOW_CHOICES = (128, 256, 512)
-# OpenVINO keeps every length it has seen (~100-300 MB at 542 frames) and gains little
-# past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256. They
-# start at 32-frame windows (62 padded, the first window's length, measured anyway):
-# with AMX the time per frame hardly depends on the length while the memory does
-# (Xeon, 2 threads: 65 ms and +226 MB at 62 frames, 290 ms and +961 MB at 286, OpenVINO
-# itself not counted), so
-# small windows keep most of bfloat16's speed for a quarter of its memory.
-OPENVINO_WINDOW_CHOICES = (32, 64, 128, 256)
 # A stream's first decoder window, largest first. Its call waits before any audio, and
 # it has no frames before it, so it is padded on one side only. Measured on an AVX2-only
 # Zen 3 (ONNX Runtime f32, 2 threads): 32 frames (47 padded) 280-320 ms, 16 (31) ~200 ms,
@@ -352,32 +342,3 @@ def first_window(timings: EngineTimings, context: int) -> int:
         return DEFAULT_FIRST_WINDOW_FRAMES
     within = [f for f in measured if timings.call_ms[f + context] <= FIRST_CALL_TARGET_MS]
     return max(within) if within else min(measured)
-
-
-def candidates(
-    *, openvino: bool, native_bf16: bool, openvino_f32: bool = False, layouts: Sequence[int] = ()
-) -> tuple[DecoderChoice, ...]:
-    """Every decoder choice worth measuring on this machine. ONNX Runtime float32 is
-    always one (and the reference no choice may be slower than); bfloat16 on OpenVINO
-    only where the CPU computes it natively (emulated it is slower than float32).
-
-    OpenVINO float32 only when ``openvino_f32`` asks for it: its decoder alone is
-    1.3-1.7x ONNX Runtime's (Zen 4, issue 13; AVX2-only Zen 3, issue 32), but end to
-    end it was no faster on Zen 4 and slower on Zen 3 (xlong 35.7 s against 27.2),
-    its threads sharing the cores with ONNX Runtime's graphs between its calls, which
-    a decoder-alone measurement cannot see; and it holds +300-520 MB. The int8
-    decoder changes the audio more (~27 dB SNR) and stays an explicit choice.
-
-    ``layouts``: other layouts of the decoder's stages to try on ONNX Runtime, besides
-    the bundle's own (:mod:`yomiage.runtime.decoder_layouts`)."""
-    out = [
-        DecoderChoice("onnxruntime", "f32", w, layout=layout)
-        for layout in (0, *layouts)
-        for w in WINDOW_CHOICES
-    ]
-    if openvino:
-        if openvino_f32:
-            out += [DecoderChoice("openvino", "f32", w) for w in OPENVINO_WINDOW_CHOICES]
-        if native_bf16:
-            out += [DecoderChoice("openvino", "bf16", w) for w in OPENVINO_WINDOW_CHOICES]
-    return tuple(out)

@@ -32,12 +32,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from yomiage.runtime.placement import ORT_F32, Placement
 from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan_schedules import openvino_first_window
 
 log = logging.getLogger(__name__)
 
@@ -72,38 +73,65 @@ class MeasureJob:
     compiled_dir: Path | None
     layouts: Mapping[int, Path] = field(default_factory=dict)
     # Engines and precisions to time the flow on besides ONNX Runtime float32, each with
-    # the decoder in bfloat16 on OpenVINO in windows of ``openvino_windows``.
+    # the decoder in bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size
+    # with its schedule's first window: plan.openvino_first_window).
     flows: tuple[tuple[str, str], ...] = ()
     openvino_windows: tuple[int, ...] = ()
+    # For an engine that keeps every length it meets: its lengths in groups
+    # (plan.schedule_families), each timed in a process of its own so that no group's
+    # lengths count in another's memory. None given: all of ``lengths`` in one process.
+    families: Mapping[tuple[str, str], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
 
 def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> Measurements:
     """The decoder on each engine and precision of ``job.lengths`` (and in each of
     ``job.layouts``), and the floor, each in a fresh process."""
-    timings, unavailable = [], []
     ort = ("onnxruntime", "f32")
-    runs = [(engine, precision, 0) for engine, precision in sorted(job.lengths)]
-    runs += [(*ort, layout) for layout in sorted(job.layouts) if ort in job.lengths]
+    runs = [
+        (engine, precision, 0, group)
+        for (engine, precision), lengths in sorted(job.lengths.items())
+        for group in job.families.get((engine, precision)) or (lengths,)
+    ]
+    runs += [
+        (*ort, layout, job.lengths[ort]) for layout in sorted(job.layouts) if ort in job.lengths
+    ]
     compiles = sorted(p for e, p in job.lengths if e == "openvino") if job.compiled_dir else []
-    steps = len(runs) + 1 + len(job.flows) + bool(compiles)
+    flow_groups = _flow_groups(job.openvino_windows)
+    steps = len(runs) + 1 + len(job.flows) * len(flow_groups) + bool(compiles)
+    step = 0
     if compiles:
-        progress(f"compiling the decoder on OpenVINO (1/{steps}, once per CPU)")
+        step += 1
+        progress(f"compiling the decoder on OpenVINO ({step}/{steps}, once per CPU)")
         try:
             _child({"what": "compile", "precisions": compiles, **_plain(job)})
         except MeasureError as exc:  # each process then compiles it, and counts that
             log.warning("the decoder could not be compiled ahead (%s)", exc)
-    for i, (engine, precision, layout) in enumerate(runs, 1 + bool(compiles)):
+    measured: dict[tuple[str, str, int], EngineTimings] = {}
+    unavailable: list[tuple[str, str]] = []
+    for engine, precision, layout, lengths in runs:
+        step += 1
         what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
-        progress(f"measuring the decoder on {what} ({i}/{steps}, once per CPU)")
+        groups = job.families.get((engine, precision)) or ()
+        if len(groups) > 1 and not layout:
+            what += f", lengths {lengths[0]}-{lengths[-1]}"
+        progress(f"measuring the decoder on {what} ({step}/{steps}, once per CPU)")
+        if (engine, precision) in unavailable:
+            continue
+        earlier = measured.get((engine, precision, layout))
         decoder = job.layouts[layout] if layout else job.decoder
+        # The thread counts once per engine: a later group's process times its lengths only.
+        counts = list(job.thread_choices) if earlier is None else [job.threads]
         try:
             raw = _child({"what": "decoder", "engine": engine, "precision": precision,
-                          **_plain(job), "decoder": str(decoder),
-                          "lengths": list(job.lengths[engine, precision])})  # fmt: skip
+                          **_plain(job), "decoder": str(decoder), "thread_choices": counts,
+                          "lengths": list(lengths)})  # fmt: skip
         except MeasureError as exc:
             if (engine, precision, layout) == (*ort, 0):
                 raise  # the reference every plan is judged against
             if layout:  # that layout is no option; the bundle's own still is
+                log.warning("%s left out of the plan: %s", what, exc)
+                continue
+            if earlier is not None:  # the schedules of this group are no options
                 log.warning("%s left out of the plan: %s", what, exc)
                 continue
             # An engine that cannot run here (OpenVINO installed but broken, say) is
@@ -111,35 +139,57 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
             log.warning("%s %s left out of the plan: %s", engine, precision, exc)
             unavailable.append((engine, precision))
             continue
-        timings.append(
-            EngineTimings(
-                engine,  # type: ignore[arg-type]
-                precision,  # type: ignore[arg-type]
-                {int(k): float(v) for k, v in raw["call_ms"].items()},
-                {int(k): float(v) for k, v in raw["memory_mb"].items()},
-                {int(k): float(v) for k, v in raw.get("threads_ms", {}).items()},
-                layout,
-                bool(raw.get("balanced_trims", False)),
-            )
+        timings = EngineTimings(
+            engine,  # type: ignore[arg-type]
+            precision,  # type: ignore[arg-type]
+            _int_keys(raw["call_ms"]),
+            _int_keys(raw["memory_mb"]),
+            _int_keys(raw.get("threads_ms", {})),
+            layout,
+            bool(raw.get("balanced_trims", False)),
         )
-    step = len(runs) + 1 + bool(compiles)
+        if earlier is not None:
+            timings = replace(
+                earlier,
+                call_ms={**earlier.call_ms, **timings.call_ms},
+                memory_mb={**earlier.memory_mb, **timings.memory_mb},
+            )
+        measured[engine, precision, layout] = timings
+    step += 1
     progress(f"measuring the memory of the rest of the engine ({step}/{steps})")
     raw = _child({"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)})
     ort_peaks = _int_keys(raw["ort_peak_mb"])
     flows = [FlowTimings(ORT_F32, _int_keys(raw["flow_ms"]))]
     for engine, precision in job.flows:
         flow = Placement(engine, precision)  # type: ignore[arg-type]
-        step += 1
-        progress(f"measuring the flow on {flow}, with the decoder ({step}/{steps})")
-        try:
-            other = _child({"what": "flow", "flow": [flow.engine, flow.precision], **_plain(job),
-                            "windows": list(job.openvino_windows)})  # fmt: skip
-        except MeasureError as exc:  # the flow stays on ONNX Runtime
-            log.warning("the flow on %s left out of the plan: %s", flow, exc)
-            continue
-        flows.append(FlowTimings(flow, _int_keys(other["flow_ms"]), _int_keys(other["peak_mb"])))
-    return Measurements(float(raw["peak_mb"]), tuple(timings), job.context, ort_peaks,
+        flow_ms: dict[int, float] = {}
+        peaks: dict[int, float] = {}
+        for windows in flow_groups:
+            step += 1
+            progress(f"measuring the flow on {flow}, with the decoder ({step}/{steps})")
+            try:
+                other = _child({"what": "flow", "flow": [flow.engine, flow.precision],
+                                **_plain(job), "windows": list(windows)})  # fmt: skip
+            except MeasureError as exc:  # the flow stays on ONNX Runtime
+                log.warning("the flow on %s left out of the plan: %s", flow, exc)
+                flow_ms = {}
+                break
+            flow_ms = flow_ms or _int_keys(other["flow_ms"])  # the first group's timings
+            peaks.update(_int_keys(other["peak_mb"]))
+        if flow_ms:
+            flows.append(FlowTimings(flow, flow_ms, peaks))
+    return Measurements(float(raw["peak_mb"]), tuple(measured.values()), job.context, ort_peaks,
                         tuple(unavailable), tuple(flows))  # fmt: skip
+
+
+def _flow_groups(windows: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """``windows`` grouped by their schedules' first window, each group smallest first:
+    the whole peaks of one group are measured in one process, in that order, as each
+    schedule's lengths are the smaller ones' and one more (at least one group)."""
+    groups: dict[int, list[int]] = {}
+    for window in sorted(windows):
+        groups.setdefault(openvino_first_window(window), []).append(window)
+    return [tuple(g) for _, g in sorted(groups.items())] or [()]
 
 
 def _int_keys(values: Mapping[str, Any]) -> dict[int, float]:

@@ -201,9 +201,10 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     is that of the schedule up to it); last, the flow timed."""
     from dataclasses import replace
 
-    from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, Windowing
+    from yomiage.runtime.chunking import Windowing
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.placement import Placement, voice_placement
+    from yomiage.runtime.plan_schedules import openvino_first_window
 
     flow = Placement(*args["flow"])
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
@@ -216,7 +217,7 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     speaker = _calibration_speaker(backend, voice)
     peaks = {}
     for window in sorted(args["windows"]):
-        voice.windowing = Windowing(window, DEFAULT_FIRST_WINDOW_FRAMES)
+        voice.windowing = Windowing(window, openvino_first_window(window))
         peaks[window] = _whole_peak(speaker)
     return {"peak_mb": peaks, "flow_ms": _time_flow(voice)}
 

@@ -40,11 +40,11 @@ from yomiage.runtime.plan import (
     DecoderChoice,
     Measurements,
     Plan,
-    candidates,
     first_call_lengths,
 )
 from yomiage.runtime.plan_choice import choose_plan
 from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError, MeasureJob, measure
+from yomiage.runtime.plan_schedules import candidates, schedule_families
 from yomiage.runtime.plan_store import PlanKey, PlanStore, cpu_identity, voice_architecture
 from yomiage.runtime.sessions import Sessions, openvino_version
 from yomiage.runtime.telemetry import engines_without_telemetry
@@ -229,6 +229,13 @@ class Planner:
             lengths.setdefault((c.engine, c.precision), set()).update(c.lengths(context))
             if not c.keeps_shapes:  # its first window is chosen by its own call's time
                 lengths[c.engine, c.precision].update(first_call_lengths(context))
+        families = {}
+        for engine_precision in lengths:
+            kept = [c for c in allowed
+                    if c.keeps_shapes and (c.engine, c.precision) == engine_precision]  # fmt: skip
+            groups = schedule_families(kept, context)
+            if len(groups) > 1:  # lengths that interleave: a process per group
+                families[engine_precision] = tuple(groups.values())
         layouts = {}
         decoder, key = manifest.file("decoder.onnx"), layout_key(manifest.files)
         if self.layouts is not None and key is not None:
@@ -250,6 +257,7 @@ class Planner:
             bert_precision=self.bert.precision,
             threads=self.sessions.threads,
             lengths={k: tuple(sorted(v)) for k, v in lengths.items()},
+            families=families,
             thread_choices=self.sessions.thread_choices,
             threads_length=DEFAULT_WINDOW_FRAMES + 2 * context,  # a full window, padded
             ort_windows=tuple(sorted(ort_windows)),
