@@ -74,11 +74,11 @@ class MeasureJob:
     layouts: Mapping[int, Path] = field(default_factory=dict)
     # Engines and precisions to time the flow on besides ONNX Runtime float32, each with
     # the decoder in bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size
-    # with its schedule's first window: plan.openvino_first_window).
+    # with its schedule's first window: plan_schedules.openvino_first_window).
     flows: tuple[tuple[str, str], ...] = ()
     openvino_windows: tuple[int, ...] = ()
     # For an engine that keeps every length it meets: its lengths in groups
-    # (plan.schedule_families), each timed in a process of its own so that no group's
+    # (plan_schedules.schedule_families), each timed in a process of its own so that no group's
     # lengths count in another's memory. None given: all of ``lengths`` in one process.
     families: Mapping[tuple[str, str], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
@@ -111,8 +111,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
     for engine, precision, layout, lengths in runs:
         step += 1
         what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
-        groups = job.families.get((engine, precision)) or ()
-        if len(groups) > 1 and not layout:
+        if (engine, precision) in job.families and not layout:
             what += f", lengths {lengths[0]}-{lengths[-1]}"
         progress(f"measuring the decoder on {what} ({step}/{steps}, once per CPU)")
         if (engine, precision) in unavailable:
@@ -128,10 +127,7 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
         except MeasureError as exc:
             if (engine, precision, layout) == (*ort, 0):
                 raise  # the reference every plan is judged against
-            if layout:  # that layout is no option; the bundle's own still is
-                log.warning("%s left out of the plan: %s", what, exc)
-                continue
-            if earlier is not None:  # the schedules of this group are no options
+            if layout or earlier is not None:  # that layout or group is no option; the rest is
                 log.warning("%s left out of the plan: %s", what, exc)
                 continue
             # An engine that cannot run here (OpenVINO installed but broken, say) is

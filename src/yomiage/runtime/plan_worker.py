@@ -238,10 +238,10 @@ def _compile(args: dict[str, Any]) -> dict[str, Any]:
     sessions = Sessions(args["threads"], cache_dir=Path(args["compiled_dir"]), openvino=True)
     if not sessions.has_openvino:
         raise MeasureError("OpenVINO is not available")
-    compiled = []
+    compiled, sha256 = [], _cache_key(args)
     for precision in args["precisions"]:
         graph = sessions.open(Path(args["decoder"]), Placement("openvino", precision),
-                              sha256=_cache_key(args))  # fmt: skip
+                              sha256=sha256)  # fmt: skip
         if graph.placement.engine == "openvino":
             compiled.append(precision)
     return {"compiled": compiled}
