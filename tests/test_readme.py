@@ -24,6 +24,21 @@ def test_frontend_example() -> None:
     assert namespace["phonemes"].text.startswith("電話番号はゼロサン")  # type: ignore[attr-defined]
 
 
+def test_frontend_example_shows_the_reading_not_the_normalized_text(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 49 (5): the example printed ``.text`` (the normalized text) as if it were the
+    reading; every comment in the block must now say what its line really prints."""
+    [frontend_block] = [b for b in _blocks("python") if "Frontend()" in b and "backend" not in b]
+    exec(compile(frontend_block, "README.md", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    commented = [line.split("# ", 1)[1] for line in frontend_block.splitlines() if "print(" in line]
+    assert printed[0] == "デンワバンゴーワゼロサン,イチニーサンヨン,ゴーロクナナハチデス."
+    assert commented[0].endswith(printed[0])
+    assert printed[1].startswith("[('電話番号', 'デンワバンゴー'), ('は', 'ワ')")
+    assert commented[2].endswith(printed[2]) and "not a reading" in commented[2]
+
+
 def test_model_examples(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     pytest.importorskip("onnx")

@@ -26,6 +26,10 @@ class Phonemes:
     ``len(phones)``. ``bert_text`` is what BERT reads: the joined OpenJTalk
     word surfaces, which may differ from ``text`` (OpenJTalk rewrites some
     numerals).
+
+    ``text`` is the *normalized* text (numbers spelled out, punctuation
+    unified), not the reading: the reading is ``words``/``readings`` (one
+    katakana reading per word) or :attr:`kana`, the whole of it.
     """
 
     text: str
@@ -35,6 +39,11 @@ class Phonemes:
     phones: tuple[str, ...]
     tones: tuple[int, ...]
     word2ph: tuple[int, ...]
+
+    @property
+    def kana(self) -> str:
+        """The reading in katakana, word after word (punctuation kept): what is spoken."""
+        return "".join(self.readings)
 
 
 def split_words(features: Sequence[NJDFeature]) -> tuple[list[str], list[str]]:
