@@ -12,7 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from yomiage.text.context_cues import DESERTED, DOCUMENTS, TABLE_USES, TASTE
+from yomiage.text.context_cues import (
+    BACK_SIDE,
+    DESERTED,
+    DOCUMENTS,
+    FRONT_HOLDERS,
+    TABLE_DETERMINERS,
+    TABLE_MAKING,
+    TABLE_SUFFIXES,
+    TABLE_USES,
+    TASTE,
+)
 from yomiage.text.mora import mora_count
 from yomiage.text.openjtalk import NJDFeature
 
@@ -97,11 +107,14 @@ def _person_kata(words: list[NJDFeature], i: int) -> None:
 
 def _throughout_juu(words: list[NJDFeature], i: int) -> None:
     """中 after a place is "throughout": ジュー (街中 マチジュー, 国中, アメリカ中);
-    after an activity it is "during": チュー (輸送中, 来日中)."""
+    after an activity it is "during": チュー (輸送中, 来日中), and after 表 "in the
+    table" (表中 ヒョーチュー)."""
     word = words[i]
     if word["string"] != "中" or _pron(word) != "チュー" or i == 0:
         return
     before = words[i - 1]
+    if before["string"] == "表":  # 表中, in a table: ヒョーチュー
+        return
     if before["pos"] == "名詞" and before["pos_group1"] in ("一般", "固有名詞"):
         _set(word, "ジュー", int(word["acc"]))
 
@@ -194,25 +207,71 @@ def _deserted_hitoke(words: list[NJDFeature], i: int) -> None:
 
 
 def _table_hyou(words: list[NJDFeature], i: int) -> None:
-    """表 is ヒョー, a table, after a document or a place on a page and の (Excelの表,
-    下の表), before a number (表1), or before what one does with a table (表にまとめる,
-    表を作成する); elsewhere the dictionary's オモテ, the front (表に出る, コインの表)."""
+    """表 is ヒョー, a table, where the words beside it make it one: a determiner
+    (この表, 各表), a document or a place on a page before の (Excelの表, 下の表), a
+    clause that makes or shows it (作成した表, 以下に示す表), a number or a suffix
+    after it (表1, 表中), or what one does with a table after its particle (表を見る,
+    表にまとめる, 表の通り). It stays the dictionary's オモテ, the front, where
+    something that has a front owns it (コインの表を見る), in a sentence that speaks
+    of the back (表も裏も), and where nothing marks a table (表に出る, 表で遊ぶ)."""
     word = words[i]
     if word["string"] != "表" or _pron(word) != "オモテ":
         return
-    before = words[i - 2] if i >= 2 and words[i - 1]["string"] == "の" else None
-    after = words[i + 1] if i + 1 < len(words) else None
-    use = words[i + 2] if after is not None and i + 2 < len(words) else None
+    owner = words[i - 2] if i >= 2 and words[i - 1]["string"] == "の" else None
+    if owner is not None and _is_in(owner, FRONT_HOLDERS):
+        return
+    if any(_is_in(w, BACK_SIDE) for w in words):
+        return
     if (
-        (before is not None and (before["orig"] in DOCUMENTS or before["string"] in DOCUMENTS))
-        or (after is not None and after["pos_group1"] == "数")
-        or (
-            after is not None
-            and use is not None
-            and use["orig"] in TABLE_USES.get(str(after["string"]), ())
-        )
+        (owner is not None and _is_in(owner, DOCUMENTS))
+        or (i > 0 and _points_at_table(words[i - 1]))
+        or _made_as_table(words, i)
+        or _used_as_table(words, i)
     ):
         _set(word, "ヒョー", 0)
+
+
+def _is_in(word: NJDFeature, cues: frozenset[str]) -> bool:
+    return word["orig"] in cues or word["string"] in cues
+
+
+def _points_at_table(before: NJDFeature) -> bool:
+    """この, その, 各, 同 ... right before 表 (a determiner or a prefix)."""
+    return before["pos"] in ("連体詞", "接頭詞") and _is_in(before, TABLE_DETERMINERS)
+
+
+def _made_as_table(words: list[NJDFeature], i: int) -> bool:
+    """Whether a clause ending right before 表 has a verb that makes or shows a table
+    (作成した表, まとめられた表): its auxiliaries and する are passed over."""
+    for k in range(i - 1, max(i - 5, -1), -1):
+        before = words[k]
+        if _is_in(before, TABLE_MAKING):
+            return bool(before["pos"] == "動詞" or before["pos_group1"] == "サ変接続")
+        if not (
+            before["pos"] == "助動詞"
+            or before["pos_group1"] in ("接尾", "非自立")
+            or before["orig"] == "する"
+        ):
+            return False
+    return False
+
+
+def _used_as_table(words: list[NJDFeature], i: int) -> bool:
+    """Whether what follows 表 is a number, a table's suffix (表中), or a particle
+    and what is done with a table (表を見る, 表にまとめる); adverbs between the
+    particle and the verb are passed over (表をよく見る)."""
+    if i + 1 >= len(words):
+        return False
+    after = words[i + 1]
+    if after["pos_group1"] == "数" or _is_in(after, TABLE_SUFFIXES):
+        return True
+    uses = TABLE_USES.get(str(after["string"]))
+    if uses is None:
+        return False
+    for following in words[i + 2 : i + 5]:
+        if following["pos"] != "副詞":
+            return _is_in(following, uses)
+    return False
 
 
 _SIDE_PARTICLES = frozenset({"が", "を", "へ", "より", "から", "まで", "、", "。", ""})
