@@ -2,15 +2,18 @@
 
 Order of work for a request, chosen so the first audio leaves early:
 
-1. split into sentences and run g2p on each (:mod:`yomiage.synthesis.reading`;
-   fails early on unreadable text);
+1. split into sentences; g2p reads each as the stream reaches it (a group
+   ahead), so a book's first audio does not wait for its last sentence
+   (:mod:`yomiage.synthesis.reading`; a text with nothing readable fails at
+   the call);
 2. BERT + encoder for the first sentence alone, then its audio window by window;
 3. BERT for the following sentences in batched calls of up to
    :data:`BERT_GROUP` sentences, each made when the stream reaches it;
 4. the pauses (spec §8.3), needed only before the second sentence starts: the
    encoder and duration predictor over the whole text, fed the sentences'
    own BERT features joined (so a text that fits one BERT pass has all its
-   sentences' BERT made at this point); with ``exact_pauses`` (SBV2's reading)
+   sentences read and their BERT made at this point; a longer one is read only
+   as far as it takes to tell); with ``exact_pauses`` (SBV2's reading)
    the whole text goes through g2p and BERT once more, as SBV2 does;
 5. each later sentence: the pause (zeros), then its audio window by window.
 
@@ -48,7 +51,12 @@ from yomiage.synthesis.pauses import (
     trailing_silence,
 )
 from yomiage.synthesis.pitch import adjust_pitch, require_world
-from yomiage.synthesis.reading import Sentence, read_sentences, sentence_length
+from yomiage.synthesis.reading import (
+    Sentence,
+    SentenceReader,
+    read_sentences,
+    sentence_length,
+)
 from yomiage.text.frontend import Frontend
 from yomiage.text.g2p import Phonemes
 
@@ -80,7 +88,7 @@ class _Job:
     text: str
     options: SynthesisOptions
     seed: int  # options.seed, or the one drawn for this request
-    sentences: Sequence[Sentence]
+    sentences: SentenceReader  # read as the stream reaches them
     calls: GatedCalls
     early_audio: bool = True  # small first windows (see Pipeline.stream)
     # BERT features made ahead of their sentence's encoding, by index (see _features)
@@ -142,9 +150,9 @@ class Pipeline:
         if reading is not None:
             if not reading:
                 raise TextError("the reading is empty")
-            sentences: Sequence[Sentence] = [Sentence(p.text, p) for p in reading]
+            sentences = SentenceReader.of([Sentence(p.text, p) for p in reading])
         else:
-            sentences = read_sentences(
+            sentences = SentenceReader(
                 self.frontend, text, quick_start=options.quick_start, max_length=max_length
             )
         seed = draw_seed() if options.seed is None else options.seed
@@ -176,7 +184,7 @@ class Pipeline:
 
     def _features(self, job: _Job, start: int, stop: int) -> list[Any]:
         """BERT features of sentences ``start:stop``: those made before, the rest in one batch."""
-        stop = min(stop, len(job.sentences))
+        stop = job.sentences.count_to(stop)
         missing = [i for i in range(start, stop) if i not in job.features]
         if missing:
             made = job.calls(
@@ -187,7 +195,7 @@ class Pipeline:
 
     def _encode(self, job: _Job, start: int, stop: int) -> list[tuple[EncodedSentence, Any]]:
         """Sentences ``start:stop`` through BERT (one batch) and the encoder."""
-        group = job.sentences[start:stop]
+        group = job.sentences.span(start, stop)
         features = self._features(job, start, stop)
         out = []
         for i, (sentence, feature) in enumerate(zip(group, features, strict=True)):
@@ -237,7 +245,7 @@ class Pipeline:
         if seconds / max(1, phones[0]) * sum(phones) < PRECHECK_SHARE * limit:
             return
         for start in range(1, len(job.sentences), BERT_GROUP):
-            group = job.sentences[start : start + BERT_GROUP]
+            group = job.sentences.span(start, start + BERT_GROUP)
             features = job.calls(self.backend.bert_features, [s.phonemes for s in group])
             for i, (sentence, feature) in enumerate(zip(group, features, strict=True)):
                 rng = self.backend.new_rng(sentence_seed(job.seed, start + i))
@@ -262,6 +270,7 @@ class Pipeline:
                 pauses = self._pauses(job)
             if index >= 1:
                 job.features.pop(index - 1, None)  # encoded, and the pauses are known
+                job.sentences.forget_before(index - 1)  # only its clause mark is asked for
             if index >= 1 and (index - 1) % BERT_GROUP == 0:
                 # The next sentences' BERT in one batch, a bounded group at a time:
                 # one batch of a whole book would hold the stream (and its slot) for
@@ -361,8 +370,15 @@ class Pipeline:
         :data:`yomiage.synthesis.pauses.MIN_PAUSE_SECONDS` applies), nor does a
         request that chose its pauses.
         """
+        if job.options.pause_seconds is not None:
+            return []
+        # Too long for one BERT pass: no prediction, and no need to read the whole text
+        # to know (twice the room for SBV2's own reading of it, which differs a little).
+        room = MAX_BERT_TOKENS - 2
+        if not job.sentences.fits(2 * room if self.exact_pauses else room):
+            return []
         n_sentences = sum(not s.clause for s in job.sentences)
-        if n_sentences < 2 or job.options.pause_seconds is not None:
+        if n_sentences < 2:
             return []
         if self.exact_pauses:
             try:
@@ -373,7 +389,7 @@ class Pipeline:
                 return []
             [features] = job.calls(self.backend.bert_features, [whole])
         else:
-            parts = [s.phonemes for s in job.sentences]
+            parts = [s.phonemes for s in job.sentences.read_all()]
             whole = joined_reading(parts)
             if len(whole.bert_text) + 2 > MAX_BERT_TOKENS:
                 return []
