@@ -15,7 +15,8 @@ rest be spelled letter by letter or go silent):
 6. letter by letter.
 
 Words joined by hyphens (e-mail, T-shirt, check-in) are one loanword: the
-sum of their parts' readings, with no pause where the hyphen was.
+sum of their parts' readings, with no pause where the hyphen was. A library
+named with a dot and ``js`` (Node.js, Vue.js) is read with the dot silent.
 
 Words in the user dictionary are never touched: OpenJTalk reads them itself.
 """
@@ -31,6 +32,7 @@ from typing import Any
 
 from yomiage.text.english_lexicon import (
     ACRONYM_WORDS,
+    DOT_SUFFIXES,
     HYPHEN_PREFIXES,
     HYPHENATED_WORDS,
     LETTER_NAMES,
@@ -88,6 +90,11 @@ class EnglishReader:
                 out.append(self.read_word("-".join(parts)))
                 pos, i = matches[i + span - 1].end(), i + span
                 continue
+            if self._dotted_at(text, matches, i, keep):
+                suffix = matches[i + 1].group(0).lower()
+                out.append(self.read_word(match.group(0)) + DOT_SUFFIXES[suffix])
+                pos, i = matches[i + 1].end(), i + 2
+                continue
             span = self._phrase_at(text, matches, i)
             if span:
                 out.append(PHRASES[tuple(m.group(0).lower() for m in matches[i : i + span])])
@@ -113,6 +120,19 @@ class EnglishReader:
         ):
             end += 1
         return end - i
+
+    @staticmethod
+    def _dotted_at(text: str, matches: list[re.Match[str]], i: int, keep: Container[str]) -> bool:
+        """Whether word ``i`` and a library ending (:data:`DOT_SUFFIXES`) are joined by
+        one dot and nothing else follows: Node.js, but not Node.js.org or node.jsx."""
+        if i + 1 >= len(matches):
+            return False
+        name, suffix = matches[i], matches[i + 1]
+        if text[name.end() : suffix.start()] != "." or suffix.group(0).lower() not in DOT_SUFFIXES:
+            return False
+        after = text[suffix.end() : suffix.end() + 2]
+        dotted_on = after[:1] == "." and after[1:2].isascii() and after[1:2].isalnum()
+        return suffix.group(0) not in keep and not dotted_on
 
     def _phrase_at(self, text: str, matches: list[re.Match[str]], i: int) -> int:
         """Length of the lexicon phrase starting at word ``i`` (words joined by spaces)."""

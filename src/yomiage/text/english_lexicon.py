@@ -27,6 +27,26 @@ ACRONYM_WORDS: dict[str, str] = {
     "scuba": "スキューバ", "ufo": "ユーフォー", "pin": "ピン", "pos": "ポス",
     "dos": "ドス", "ios": "アイオーエス", "gui": "グイ", "nas": "ナス", "jis": "ジス",
     "cad": "キャド", "ok": "オーケー", "tepco": "テプコ", "emoji": "エモジ",
+    "onnx": "オニキス",
+}  # fmt: skip
+
+# Products, services and tools named every day in Japanese technical writing, with
+# the katakana their Japanese users say (Arduino アルドゥイーノ, Nginx エンジンエックス,
+# Qiita キータ), where OpenJTalk and e2k read them otherwise (e2k: Raspberry
+# ラスペリー, Jupyter ジュピーター; letter by letter: Nginx, Xcode, Matplotlib).
+PRODUCTS: dict[str, str] = {
+    "raspberry": "ラズベリー", "raspbian": "ラズビアン", "arduino": "アルドゥイーノ",
+    "jetson": "ジェットソン", "postgresql": "ポストグレスキューエル",
+    "postgres": "ポストグレス", "nginx": "エンジンエックス", "jupyter": "ジュピター",
+    "azure": "アジュール", "netlify": "ネットリファイ", "supabase": "スーパーベース",
+    "qiita": "キータ", "xcode": "エックスコード", "vmware": "ブイエムウェア",
+    "vagrant": "ベイグラント", "matplotlib": "マットプロットリブ",
+    "scikit": "サイキット", "langchain": "ラングチェーン", "fastapi": "ファストエーピーアイ",
+    "colab": "コラボ", "vite": "ビート", "babel": "バベル", "deno": "ディーノ",
+    "nuxt": "ナクスト", "redux": "リダックス", "gradle": "グレードル", "maven": "メイブン",
+    "jira": "ジラ", "snowflake": "スノーフレーク", "chromebook": "クロームブック",
+    "shopify": "ショッピファイ", "obsidian": "オブシディアン", "latex": "ラテック",
+    "tex": "テック", "midjourney": "ミッドジャーニー", "anthropic": "アンソロピック",
 }  # fmt: skip
 
 # Words and brands that OpenJTalk does not know and e2k reads badly.
@@ -69,6 +89,7 @@ WORDS: dict[str, str] = {
     "ps": "ピーエス", "dx": "ディーエックス", "iot": "アイオーティー",
     "vs": "バーサス", "etc": "エトセトラ", "mr": "ミスター", "mrs": "ミセス", "ms": "ミズ",
     "dr": "ドクター", "st": "セント", "co": "コー", "inc": "インク", "ltd": "リミテッド",
+    **PRODUCTS,
 }  # fmt: skip
 
 # English words of two letters, read as words unless written in capitals (Go言語,
@@ -106,4 +127,14 @@ PHRASES: dict[tuple[str, ...], str] = {
     ("happy", "birthday"): "ハッピーバースデー",
     ("merry", "christmas"): "メリークリスマス",
     ("i", "love", "you"): "アイラブユー",
+    # Products named in two words: Raspberry Pi is one device (ラズベリーパイ even in
+    # capitals, where PI alone is spelled); VS is Visual Studio here, not "versus".
+    ("raspberry", "pi"): "ラズベリーパイ",
+    ("vs", "code"): "ブイエスコード",
+    ("line", "works"): "ラインワークス",
 }
+
+# Endings after a dot that name a library rather than a file or a site, read with
+# the dot silent: Node.js ノードジェイエス, Vue.js ビュージェイエス (example.com keeps
+# its dot).
+DOT_SUFFIXES: dict[str, str] = {"js": "ジェイエス"}
