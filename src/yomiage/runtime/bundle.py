@@ -8,13 +8,13 @@ needs, styles, speakers, sha256 of every file), ``style_vectors.npy`` and the
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from yomiage.errors import ModelLoadError
+from yomiage.json_file import read_json_file
 from yomiage.runtime.stage_trims import StageTrims
 
 FORMAT = "yomiage-voice"
@@ -91,14 +91,14 @@ def _ids(data: Mapping[str, Any], key: str, path: Path) -> dict[str, int]:
 def read_manifest(folder: Path) -> VoiceManifest:
     path = folder / "voice.json"
     try:
-        data = json.loads(path.read_text("utf-8"))
+        data = read_json_file(path)
     except FileNotFoundError as exc:
         raise ModelLoadError(
             f"{folder} is not a yomiage voice bundle (no voice.json); convert an SBV2 voice "
             "folder with `yomiage convert SBV2_DIR OUT_DIR --bert BERT_DIR`"
         ) from exc
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"{path} is not readable JSON: {exc}") from exc
+    except (OSError, ValueError) as exc:  # JsonFileError names the file itself
+        raise ModelLoadError(f"not a readable bundle manifest: {exc}") from exc
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise ModelLoadError(f"{path}: not a {FORMAT} manifest")
     version = data.get("format_version")

@@ -16,11 +16,12 @@ version).
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+
+from yomiage.json_file import read_json_object
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,8 @@ def derived_paths(root: Path, files: Mapping[str, str]) -> set[Path]:
 def bundle_files(bundle: Path) -> dict[str, str]:
     """A bundle's manifest ``files`` (name to sha256); empty where it cannot be read."""
     try:
-        data = json.loads((bundle / "voice.json").read_text("utf-8"))
-        files = data.get("files") if isinstance(data, dict) else None
-    except (OSError, ValueError):
+        files = read_json_object(bundle / "voice.json").get("files")
+    except (OSError, ValueError):  # JsonFileError too: a damaged manifest names nothing
         return {}
     if not isinstance(files, dict):
         return {}

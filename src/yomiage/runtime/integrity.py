@@ -19,6 +19,7 @@ from pathlib import Path
 
 from yomiage.atomic import write_atomic
 from yomiage.errors import ModelLoadError
+from yomiage.json_file import read_json_object
 from yomiage.runtime.bundle import sha256_file
 
 log = logging.getLogger(__name__)
@@ -33,10 +34,13 @@ def _memo_path(memo_dir: Path, folder: Path) -> Path:
 
 def _read_memo(path: Path) -> dict[str, list[object]]:
     try:
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError):
+        data = read_json_object(path)
+    except FileNotFoundError:
         return {}
-    if not isinstance(data, dict) or data.get("format") != _MEMO_FORMAT:
+    except ValueError as exc:  # damaged: every file is hashed again, and the memo rewritten
+        log.info("ignoring the verified-file memo %s", exc)
+        return {}
+    if data.get("format") != _MEMO_FORMAT:
         return {}
     files = data.get("files")
     return files if isinstance(files, dict) else {}

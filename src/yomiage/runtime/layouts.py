@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import enum
-import json
 import re
 from pathlib import Path
+
+from yomiage.json_file import read_json_object
 
 SYNTHESIZER = "synthesizer.onnx"
 DURATION_PREDICTOR = "duration_predictor.onnx"
@@ -45,8 +46,8 @@ def declared_name(path: Path) -> str | None:
     folder = path.parent if path.suffix.lower() == CHECKPOINT_SUFFIX else path
     for file, key in (("voice.json", "name"), ("config.json", "model_name")):
         try:
-            value = json.loads((folder / file).read_text("utf-8")).get(key)
-        except (OSError, ValueError, AttributeError):
+            value = read_json_object(folder / file).get(key)
+        except (OSError, ValueError):  # JsonFileError too
             continue
         return _as_name(value)
     return None

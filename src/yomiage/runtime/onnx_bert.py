@@ -8,7 +8,6 @@ graph itself, and the tokenizer folder may be given apart.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import numpy.typing as npt
 from yomiage.bert.batches import token_batches
 from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
+from yomiage.json_file import read_json_file
 from yomiage.runtime.bundle import BERT_FORMAT
 from yomiage.runtime.integrity import used_files, verify_files
 from yomiage.runtime.sessions import Sessions
@@ -28,9 +28,9 @@ BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onn
 def _bundle_graph(bert_dir: Path, precision: str, verified_dir: Path | None) -> tuple[Path, int]:
     manifest_path = bert_dir / "bert.json"
     try:
-        manifest = json.loads(manifest_path.read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"{manifest_path}: unreadable BERT manifest ({exc})") from exc
+        manifest = read_json_file(manifest_path)
+    except (OSError, ValueError) as exc:  # JsonFileError names the file
+        raise ModelLoadError(f"unreadable BERT manifest: {exc}") from exc
     if not isinstance(manifest, dict) or manifest.get("format") != BERT_FORMAT:
         raise ModelLoadError(f"{manifest_path}: not a {BERT_FORMAT} manifest")
     graph = bert_dir / BERT_PRECISIONS[precision]

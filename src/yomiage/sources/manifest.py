@@ -12,8 +12,10 @@ import hashlib
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from yomiage.atomic import write_atomic
+from yomiage.json_file import read_json_file
 
 FORMAT = 1
 CHUNK = 1 << 20
@@ -55,8 +57,9 @@ class Manifest:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> Manifest:
-        data = json.loads(text)
+    def from_data(cls, data: Any) -> Manifest:
+        """The manifest from :meth:`to_json`'s JSON, parsed (ValueError, KeyError or
+        TypeError where it does not hold one)."""
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ValueError("unknown manifest format")
         files = tuple(
@@ -75,8 +78,8 @@ class Manifest:
 def read_manifest(path: Path) -> Manifest | None:
     """The manifest at ``path``; None if it is missing or unreadable (treated as not cached)."""
     try:
-        return Manifest.from_json(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, KeyError, TypeError):
+        return Manifest.from_data(read_json_file(path))
+    except (OSError, ValueError, KeyError, TypeError):  # JsonFileError is a ValueError
         return None
 
 

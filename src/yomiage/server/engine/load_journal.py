@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from yomiage.atomic import write_atomic
+from yomiage.json_file import read_json_file
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class LoadJournal:
 
     def _read_crashed(self) -> set[str]:
         try:
-            paths = json.loads((self.folder / _CRASHED).read_text(encoding="utf-8"))
+            paths = read_json_file(self.folder / _CRASHED)
         except FileNotFoundError:
             return set()
         except (OSError, ValueError) as exc:
