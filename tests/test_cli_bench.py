@@ -4,6 +4,7 @@ on stderr, its errors, and the recommendation's rules (never a measured speed)."
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,13 @@ import pytest
 from yomiage.cli import main
 from yomiage.cli.bench import BenchError, _events, thread_counts
 from yomiage.cli.bench_report import Row, recommend, table
+
+
+@pytest.fixture(autouse=True)
+def quiet_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A load average of 0: the shared machine's own load would add a busy warning to
+    the notes (tests/test_bench_summary.py checks that warning)."""
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
 
 
 def _bench(bundle: Path, *extra: str) -> list[str]:
@@ -33,6 +41,13 @@ def test_json_shape_configs_once_and_progress_on_stderr(
     threads = report["threads"]
     assert threads == sorted(set(threads)) and {1, 2} <= set(threads)
     assert [(r["threads"], r["text"]) for r in report["rows"]] == [(n, "short") for n in threads]
+    # Each configuration with its plan (the committed voice's decoder is small: nothing
+    # to measure), and a quiet machine (the load is patched) is not called busy.
+    configs = report["configurations"]
+    assert [c["threads"] for c in configs] == threads and report["busy"] is None
+    for config in configs:
+        assert config["plan_decoder"].startswith("onnxruntime f32, windows")
+        assert config["plan_measure_s"] == 0 and config["load"]["before"] == 0.0
     for row in report["rows"]:
         assert row["decoder"] == "auto" and row["precision"] == "fp32"
         assert row["speed"] > 0 and row["audio_s"] > 0 and row["first_audio_s"] > 0
@@ -54,31 +69,32 @@ def test_quick_with_one_thread_prints_a_table(
     assert out.rstrip().endswith("recommended: --threads 1 --decoder auto")
     assert "[1/1] 1 thread, decoder auto: loading…" in err and "[1/1]" not in out
     # The plan auto runs by, and why: the committed voice's decoder is small.
-    assert "plan (decoder auto): decoder onnxruntime f32" in out and "small decoder" in out
+    assert "  1 thread, decoder auto: decoder onnxruntime f32" in out and "small decoder" in out
 
 
 def test_the_plan_and_its_alternatives_are_shown(tmp_path: Path) -> None:
-    from yomiage.cli.bench_report import plan_table
+    from yomiage.cli.bench_plans import plan_table
 
     lines = plan_table([
         {"decoder": "openvino bf16, windows 32-256 frames", "predicted_decode_s": 1.5,
          "peak_mb": 990, "refused": None},
         {"decoder": "openvino bf16, windows 32-512 frames", "predicted_decode_s": 1.4,
          "peak_mb": 1300, "refused": "~1300 MB peak is over the 1000 MB budget"},
-    ]).splitlines()  # fmt: skip
-    assert lines[0].startswith("  * openvino bf16, windows 32-256") and "~990 MB" in lines[0]
+    ]).splitlines()[2:]  # fmt: skip
+    assert lines[0].split() == ["*", "1.50", "990", "openvino", "bf16,", "windows", "32-256",
+                                "frames"]  # fmt: skip
     assert "over the 1000 MB budget" in lines[1] and not lines[1].startswith("  *")
 
 
 def test_a_plan_chosen_for_its_memory_over_a_slightly_faster_one_says_why() -> None:
-    from yomiage.cli.bench_report import plan_table
+    from yomiage.cli.bench_plans import plan_table
 
     lines = plan_table([
         {"decoder": "onnxruntime f32, windows 8-128 frames", "predicted_decode_s": 13.05,
          "peak_mb": 855, "refused": None},
         {"decoder": "onnxruntime f32, windows 32-256 frames", "predicted_decode_s": 12.94,
          "peak_mb": 929, "refused": None},
-    ]).splitlines()  # fmt: skip
+    ]).splitlines()[2:]  # fmt: skip
     assert "the lightest of those within 3% of the fastest" in lines[0]
     assert "within" not in lines[1]
     nothing_fits = plan_table([
@@ -89,7 +105,7 @@ def test_a_plan_chosen_for_its_memory_over_a_slightly_faster_one_says_why() -> N
 
 
 def test_the_thread_counts_the_plan_chose_among_are_shown() -> None:
-    from yomiage.cli.bench_report import plan_threads
+    from yomiage.cli.bench_plans import plan_threads
 
     assert plan_threads([[1, 612.4], [2, 351.0]]) == (
         "  threads, one full decoder window each: 1: 612 ms, 2: 351 ms"
@@ -169,8 +185,10 @@ def test_thread_counts_are_measured_once_smallest_first() -> None:
 
 
 def _row(threads: int, speed: float, *, decoder: str = "auto", text: str = "long",
-         runtime: str = "decoder fp32 on onnxruntime", first: float = 0.3) -> Row:  # fmt: skip
-    return Row(threads, decoder, runtime, text, 10.0, 10.0 / speed, speed, first, 300.0, 1.0)
+         runtime: str = "decoder fp32 on onnxruntime", first: float = 0.3,
+         plan: str = "") -> Row:  # fmt: skip
+    return Row(threads, decoder, runtime, text, 10.0, 10.0 / speed, speed, first, 300.0, 1.0,
+               plan)  # fmt: skip
 
 
 def test_fewest_threads_within_five_percent_of_the_fastest() -> None:
@@ -235,3 +253,26 @@ def test_bench_says_what_a_larger_budget_would_buy() -> None:
     )
     assert faster_over_budget(options, 2000) == []  # everything fits: nothing to offer
     assert faster_over_budget(options[:1] + options[4:], 1000) == []  # only 0.4% faster
+
+
+def test_thread_counts_that_ran_one_plan_are_still_compared() -> None:
+    plan = "onnxruntime f32, windows 8-128 frames"
+    rec = recommend([_row(1, 1.0, plan=plan), _row(2, 0.8, plan=plan)])
+    lines = "\n".join(rec.lines)
+    assert "2 are 20% slower: more threads do not help here" in lines
+    assert not rec.plans_differ and "plans differ" not in lines
+
+
+def test_plans_that_differ_in_windows_only_are_said_without_a_precision_to_try() -> None:
+    """One precision, other windows: the thread count is still not judged alone, and
+    there is no other --decoder to suggest."""
+    rows = [_row(1, 1.0, plan="onnxruntime f32, windows 8-128 frames"),
+            _row(2, 0.8, plan="onnxruntime f32, windows 16-256 frames"),
+            _row(4, 0.9, plan="onnxruntime f32, windows 16-256 frames")]  # fmt: skip
+    rec = recommend(rows)
+    lines = "\n".join(rec.lines)
+    assert rec.plans_differ and "more threads do not help" not in lines
+    assert "(1 thread: onnxruntime f32, windows 8-128 frames; 2, 4 threads: onnxruntime f32, " \
+           "windows 16-256 frames)" in lines  # fmt: skip
+    assert "to compare thread counts at one precision" not in lines
+    assert rec.lines[-1] == "recommended: --threads 1 --decoder auto"

@@ -29,6 +29,7 @@ from yomiage.errors import YomiageError
 from yomiage.runtime.placement import DECODER_PRECISIONS
 
 if TYPE_CHECKING:
+    from yomiage.cli.bench_plans import Configuration
     from yomiage.cli.bench_report import Row
     from yomiage.cli.bench_worker import BenchJob
 
@@ -169,6 +170,7 @@ def say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from yomiage._version import __version__
     from yomiage.cli import bench_report
+    from yomiage.cli.bench_summary import Measured, configurations_json, summary
     from yomiage.cli.bench_worker import BenchJob
 
     texts = texts_to_read(args)
@@ -182,11 +184,9 @@ def run(args: argparse.Namespace) -> int:
     base.declare().close()  # an unknown voice or device, before any process starts
     [(voice, source)] = base.voices
 
-    began = time.perf_counter()
     say(f"bench: loading voice {voice} once (a first use downloads or converts it)…")
-    prepared = [e for e in _events(BenchJob(base, (), 0), "loading the voice") if "runtime" in e]
-    auto_loads = bench_report.resolved_precision(prepared[0]["runtime"]) if prepared else None
-    say(f"bench: ready in {time.perf_counter() - began:.1f} s")
+    default, _ = _measure(BenchJob(base, (), 0), "bench:", "loading the voice")
+    auto_loads = bench_report.resolved_precision(default.runtime)
     notes = []
     if repeat < FIRM_REPEAT:
         notes.append(f"speeds from {_count(repeat, 'timed run')} per configuration: rough; "
@@ -196,16 +196,24 @@ def run(args: argparse.Namespace) -> int:
         decoders.remove(auto_loads)
         notes.append(f"decoder {auto_loads} is what auto loads here: measured once, as auto")
         say(f"bench: {notes[-1]}")
-    configs = [(count, decoder) for decoder in decoders for count in threads]
+    pairs = [(count, decoder) for decoder in decoders for count in threads]
     runs = _count(repeat, "timed run")
-    say(f"bench: {_count(len(configs), 'configuration')}, each in a fresh process; "
+    say(f"bench: {_count(len(pairs), 'configuration')}, each in a fresh process; "
         f"{_count(len(texts), 'text')}, {runs} each after a warm-up")  # fmt: skip
 
     rows: list[bench_report.Row] = []
-    for index, (count, decoder) in enumerate(configs, 1):
+    configs: list[Configuration] = []
+    for index, (count, decoder) in enumerate(pairs, 1):
         job = BenchJob(replace(base, threads=count, decoder_precision=decoder), texts, repeat)
-        rows.extend(_measure(job, f"[{index}/{len(configs)}]"))
+        config, measured = _measure(job, f"[{index}/{len(pairs)}]")
+        configs.append(config)
+        rows.extend(measured)
+        why = config.load.disturbed(machine["logical_cores"] or 1, max(threads))
+        if why:
+            say(f"[{index}/{len(pairs)}]   the machine was busy: {why}; these timings are "
+                "not reliable")  # fmt: skip
 
+    found = Measured(tuple(rows), tuple(configs), default, tuple(notes), machine, repeat)
     recommendation = bench_report.recommend(rows)
     if args.json:
         about = {
@@ -217,68 +225,59 @@ def run(args: argparse.Namespace) -> int:
             "repeat": repeat,
             "threads": list(threads),
             "decoders": decoders,
-            "notes": notes,
-            "plan": prepared[0].get("plan") if prepared else None,
-            "plan_options": prepared[0].get("plan_options", []) if prepared else [],
-            "plan_threads": prepared[0].get("plan_threads", []) if prepared else [],
-            "plan_faster_over_budget": _faster_over_budget(prepared),
+            "notes": list(found.all_notes),
+            "plan": default.plan or None,
+            "plan_options": list(default.plan_options),
+            "plan_threads": [list(t) for t in default.plan_threads],
+            "plan_faster_over_budget": default.faster_over_budget,
+            **configurations_json(found),
         }
         report = bench_report.report(rows, recommendation, **about)
         print(json.dumps(report, ensure_ascii=False, indent=2))
         return 0
-    cores = f"{machine['physical_cores']} cores, {machine['logical_cores']} logical"
-    print(f"yomiage {__version__}, voice {voice}; {machine['cpu']} ({cores})")
-    print(f"median of {_count(repeat, 'run')}; speed = seconds of audio a second\n")
-    print(bench_report.table(rows))
-    print()
-    if prepared and prepared[0].get("plan"):
-        print(f"plan (decoder auto): {prepared[0]['plan']}")
-        print(bench_report.plan_table(prepared[0].get("plan_options", [])))
-        if prepared[0].get("plan_threads"):
-            print(bench_report.plan_threads(prepared[0]["plan_threads"]))
-        for line in bench_report.faster_over_budget_lines(_faster_over_budget(prepared)):
-            print(line)
-        print()
-    for line in (*notes, *recommendation.lines):
-        print(line)
+    print(summary(found, recommendation, version=__version__, voice=voice))
     return 0
 
 
-def _faster_over_budget(prepared: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """bench_report.faster_over_budget for the plan of the first prepared voice."""
-    from yomiage.cli import bench_report
-
-    if not prepared or "plan_budget_mb" not in prepared[0]:
-        return []
-    plan = prepared[0]
-    return bench_report.faster_over_budget(plan.get("plan_options", []), plan["plan_budget_mb"])
-
-
-def _measure(job: BenchJob, tag: str) -> list[Row]:
-    """One configuration's rows, one per text, saying each step on stderr as it ends."""
+def _measure(job: BenchJob, tag: str, name: str = "") -> tuple[Configuration, list[Row]]:
+    """One configuration and its rows, one per text, saying each step on stderr as it
+    ends and each warning as it comes (a plan measured for the first time takes minutes:
+    its steps are shown), with the load average before and after it."""
+    from yomiage.cli.bench_load import LoadReading, load_average
+    from yomiage.cli.bench_plans import Configuration
     from yomiage.cli.bench_report import Row
     from yomiage.cli.runtime_info import readable
 
-    count, decoder = job.spec.threads or 0, job.spec.decoder_precision
-    config = f"{_count(count, 'thread')}, decoder {decoder}"
-    say(f"{tag} {config}: loading…")
-    started = time.perf_counter()
-    load_s, runtime, peak_mb, measured = 0.0, "", None, []
+    count, decoder = job.spec.threads, job.spec.decoder_precision
+    config = name or Configuration(count, decoder, "", 0.0).name
+    if job.texts:
+        say(f"{tag} {config}: loading…")
+    before, started = load_average(), time.perf_counter()
+    loaded: dict[str, Any] = {}
+    peak_mb, measured = None, []
     for event in _events(job, config):
-        if event["event"] == "loaded":
-            load_s, runtime = event["load_s"], event["runtime"]
-            say(f"{tag}   loaded in {load_s:.2f} s: {readable(runtime)}")
+        if event["event"] == "log":
+            say(f"{tag}   {time.perf_counter() - started:6.1f} s  {event.get('message')}")
+        elif event["event"] == "loaded":
+            loaded = event
+            plan_s = event.get("plan_measure_s", 0.0)
+            measuring = f" after measuring its plan for {plan_s:.1f} s" if plan_s else ""
+            say(f"{tag}   loaded in {event['load_s']:.2f} s{measuring}: "
+                f"{readable(event['runtime'])}")  # fmt: skip
         elif event["event"] == "measured":
             measured.append(event)
             say(f"{tag}   {event['text']} text: {event['speed']:.2f}x real time, "
                 f"first audio {event['first_audio_s']:.3f} s")  # fmt: skip
         elif event["event"] == "done":
             peak_mb = event["peak_mb"]
-    peak = "?" if peak_mb is None else f"{peak_mb:.0f} MB"
-    say(f"{tag}   peak memory {peak}; done in {time.perf_counter() - started:.1f} s")
-    return [
-        Row(count, decoder, runtime, m["text"], m["audio_s"], m["wall_s"], m["speed"],
-            m["first_audio_s"], peak_mb, load_s)
+    if job.texts:
+        peak = "?" if peak_mb is None else f"{peak_mb:.0f} MB"
+        say(f"{tag}   peak memory {peak}; done in {time.perf_counter() - started:.1f} s")
+    result = Configuration.from_event(count, decoder, loaded, LoadReading(before, load_average()))
+    return result, [
+        Row(count or 0, decoder, result.runtime, m["text"], m["audio_s"], m["wall_s"],
+            m["speed"], m["first_audio_s"], peak_mb, result.load_s, result.runs,
+            result.plan_measure_s)
         for m in measured
     ]  # fmt: skip
 

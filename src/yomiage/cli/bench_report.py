@@ -14,14 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.runtime.cpu import THREADS_WORTH
-from yomiage.runtime.plan import SPEED_WORTH_MEMORY
 
 PRECISIONS = ("bf16", "int8", "fp32")  # as a loaded voice's runtime names them
 
 
 @dataclass(frozen=True)
 class Row:
-    """One text read by one configuration; ``peak_mb`` and ``load_s`` are its process's."""
+    """One text read by one configuration; ``peak_mb`` and ``load_s`` are its process's,
+    ``load_s`` without the plan's measurement (``plan_measure_s``, paid once per CPU,
+    thread count and voice); ``plan`` is what its decoder ran by (engine, precision,
+    windows: the plan measured for its thread count), "" for a voice without a plan."""
 
     threads: int
     decoder: str  # as asked: auto, fp32, bf16, int8
@@ -33,6 +35,13 @@ class Row:
     first_audio_s: float  # median time to the first chunk of stream()
     peak_mb: float | None
     load_s: float
+    plan: str = ""
+    plan_measure_s: float = 0.0
+
+    @property
+    def runs(self) -> str:
+        """What decoded: two rows compare thread counts only where this is the same."""
+        return self.plan or self.runtime
 
     @property
     def precision(self) -> str:
@@ -62,6 +71,9 @@ class Recommendation:
     first_audio_decoder: str
     first_audio_s: float
     lines: tuple[str, ...]
+    # The decoder asked for ran by different plans at different thread counts, so no
+    # line judges the thread count alone.
+    plans_differ: bool = False
 
 
 def resolved_precision(runtime: str) -> str | None:
@@ -84,10 +96,16 @@ def recommend(rows: list[Row]) -> Recommendation:
     first_text = "short" if "short" in texts else texts[0]
     timed = [r for r in rows if r.text == speed_text]
     best = max(timed, key=lambda r: r.speed)
-    same = sorted((r for r in timed if r.decoder == best.decoder), key=lambda r: r.threads)
+    mine = [r for r in timed if r.decoder == best.decoder]
+    # Thread counts are compared at one plan only: another plan is another engine,
+    # precision or window, whose difference is not the threads'.
+    same = sorted((r for r in mine if r.runs == best.runs), key=lambda r: r.threads)
     enough = next(r for r in same if r.speed >= best.speed * (1 - THREADS_WORTH))
     auto = f" ({best.precision})" if best.decoder == "auto" else ""
     lines = [f"fastest: {best.flags}{auto}, {best.speed:.1f}x real time on the {speed_text} text"]
+    differ = any(r.runs != best.runs for r in mine)
+    if differ:
+        lines.extend(_plans_differ(best.decoder, mine))
     more = [r for r in same if r.threads > enough.threads]
     if more:
         top = max(more, key=lambda r: r.threads)
@@ -127,12 +145,46 @@ def recommend(rows: list[Row]) -> Recommendation:
         first_audio_decoder=first.decoder,
         first_audio_s=first.first_audio_s,
         lines=tuple(lines),
+        plans_differ=differ,
     )
 
 
+def _plans_differ(decoder: str, rows: list[Row]) -> list[str]:
+    """What each thread count of ``--decoder decoder`` ran by, and what that means for
+    comparing them; ``rows`` are that decoder's, one text."""
+    groups: dict[str, list[int]] = {}
+    for r in sorted(rows, key=lambda r: r.threads):
+        groups.setdefault(r.runs, []).append(r.threads)
+    said = "; ".join(
+        f"{', '.join(map(str, counts))} thread{'s' * (counts != [1])}: {runs}"
+        for runs, counts in groups.items()
+    )
+    lines = [
+        f"plans differ: --decoder {decoder} ran the plan measured for each thread count ({said})",
+        "  so these speeds compare plans as much as thread counts: the thread count is not "
+        "judged alone",
+    ]
+    precisions = sorted({r.precision for r in rows})
+    if len(precisions) > 1:  # a precision asked for keeps every count on its engine
+        one = " or ".join(f"--decoder {p}" for p in precisions)
+        lines[-1] += f"; to compare thread counts at one precision, bench {one}"
+    return lines
+
+
+# What the table's columns are, printed above it.
+TABLE_KEY = (
+    "speed: seconds of audio a second of generate(); first audio: seconds to a stream's first "
+    "chunk;",
+    "peak MB: the process's peak memory; load s: loading the voice, not counting the plan;",
+    "plan s: measuring the plan for that thread count (once per CPU and voice, then kept; -: kept)",
+)
+
+
 def table(rows: list[Row]) -> str:
-    """The rows as aligned columns, one line each, with a header."""
-    header = ("threads", "decoder", "text", "audio s", "speed", "first audio", "peak MB", "load s")
+    """The rows as aligned columns, one line each, with a header (:data:`TABLE_KEY` says
+    what each column is)."""
+    header = ("threads", "decoder", "text", "audio s", "speed", "first audio", "peak MB",
+              "load s", "plan s")  # fmt: skip
     cells = [
         (
             str(r.threads),
@@ -143,6 +195,7 @@ def table(rows: list[Row]) -> str:
             f"{r.first_audio_s:.3f} s",
             "?" if r.peak_mb is None else f"{r.peak_mb:.0f}",
             f"{r.load_s:.2f}",
+            f"{r.plan_measure_s:.0f}" if r.plan_measure_s else "-",
         )
         for r in rows
     ]
@@ -156,26 +209,6 @@ def table(rows: list[Row]) -> str:
         ).rstrip()
 
     return "\n".join(line(c) for c in [header, *cells])
-
-
-def plan_table(options: list[dict[str, Any]]) -> str:
-    """The alternatives a plan was chosen from (the chosen first): predicted seconds of
-    decoding over the reference sentences, predicted peak memory, why one was passed over."""
-    if not options:
-        return "  (a fixed plan: nothing measured to compare)"
-    fits = [o["predicted_decode_s"] for o in options if not o.get("refused")]
-    fastest = min(fits, default=float("inf"))
-    even = (f"  (the lightest of those within {SPEED_WORTH_MEMORY:.0%} of the fastest: "
-            "as fast within what measuring can tell)")  # fmt: skip
-    lines = []
-    for i, o in enumerate(options):
-        mark = "*" if i == 0 else " "
-        why = f"  ({o['refused']})" if o.get("refused") else ""
-        if i == 0 and not why and o["predicted_decode_s"] > fastest:
-            why = even
-        lines.append(f"  {mark} {o['decoder']}: {o['predicted_decode_s']:.2f} s, "
-                     f"~{o['peak_mb']} MB{why}")  # fmt: skip
-    return "\n".join(lines)
 
 
 # A plan over the budget is worth pointing out when it decodes at least this much faster.
@@ -215,12 +248,6 @@ def faster_over_budget_lines(offers: list[dict[str, Any]]) -> list[str]:
         f"{o['decoder']} ({o['decoding_speedup']:.1f}x the decoding speed, ~{o['peak_mb']} MB peak)"
         for o in offers
     ]
-
-
-def plan_threads(measured: list[list[float]]) -> str:
-    """The thread counts the plan chose among, as one line."""
-    counts = ", ".join(f"{int(count)}: {ms:.0f} ms" for count, ms in measured)
-    return f"  threads, one full decoder window each: {counts}"
 
 
 def machine() -> dict[str, Any]:

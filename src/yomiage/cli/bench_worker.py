@@ -6,8 +6,10 @@ cache of this process's allocator and the high-water mark already set by the
 first. So ``yomiage bench`` starts ``python -m yomiage.cli.bench_worker`` once
 per configuration, writes it a pickled :class:`BenchJob` on stdin, and reads
 one JSON event per line on stdout (``loaded``, ``measured`` per text, then
-``done``, or ``error`` with a one-line message). Anything else a library prints
-on stdout is not JSON and is ignored; stderr is the parent's to keep for a crash.
+``done``, or ``error`` with a one-line message; ``log`` whenever yomiage warns,
+such as each step of measuring a plan, which takes minutes the first time).
+Anything else a library prints on stdout is not JSON and is ignored; stderr is
+the parent's to keep for a crash.
 
 Only the public API is used: ``EngineSpec.build()`` (``TTS(...).load().prepare()``),
 ``Speaker.generate`` and ``Speaker.stream``.
@@ -16,9 +18,11 @@ Only the public API is used: ``EngineSpec.build()`` (``TTS(...).load().prepare()
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 import statistics
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,12 +30,19 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.engine_spec import EngineSpec
 from yomiage.errors import YomiageError
+from yomiage.runtime.placement import ORT_F32
+from yomiage.runtime.plan import REFERENCE_SENTENCE_FRAMES
 
 if TYPE_CHECKING:
     from yomiage.options import SynthesisOptions
     from yomiage.speaker import Speaker
 
 SEED = 0  # every run reads the same audio, so runs differ only in time
+# The loggers of the plan's modules (yomiage.runtime.planner, .plan_measure, ...): a
+# measurement begins with their first warning and ends with their last record, the
+# planner's "plan for ..." once it has chosen.
+PLAN_LOGGERS = "yomiage.runtime.plan"
+_EMIT_LOCK = threading.Lock()  # a measuring thread may log while the main one emits
 
 
 @dataclass(frozen=True)
@@ -52,11 +63,22 @@ def measure(job: BenchJob) -> None:
     warm-up of both, since first calls pay for allocations and, on OpenVINO, compiling
     each window length)."""
     started = time.perf_counter()
-    tts = job.spec.build()
-    load_s = time.perf_counter() - started
+    plan_log = PlanLog()
+    logger = logging.getLogger("yomiage")
+    level = logger.level
+    logger.addHandler(plan_log)
+    logger.setLevel(logging.INFO)  # the planner's "plan for ..." ends a measurement
+    try:
+        tts = job.spec.build()
+    finally:
+        logger.removeHandler(plan_log)
+        logger.setLevel(level)
+    total_s = time.perf_counter() - started
     with tts:
         [speaker] = tts.speakers.values()
-        _emit(event="loaded", load_s=load_s, runtime=speaker.runtime, **plan_event(speaker))
+        measure_s = plan_log.measure_s
+        _emit(event="loaded", load_s=total_s - measure_s, plan_measure_s=measure_s,
+              runtime=speaker.runtime, **plan_event(speaker))  # fmt: skip
         options = speaker.options(seed=SEED)
         for name, text in job.texts:
             speaker.generate(text, options)
@@ -90,8 +112,38 @@ def plan_event(speaker: Speaker) -> dict[str, Any]:
         for o in plan.options
     ]  # fmt: skip
     threads = [[count, ms] for count, ms in plan.threads_ms]
-    return {"plan": plan.describe(), "plan_options": options, "plan_threads": threads,
-            "plan_budget_mb": plan.budget_mb}  # fmt: skip
+    flow = f", flow {plan.flow}" if plan.flow != ORT_F32 else ""
+    return {"plan": plan.describe(), "plan_decoder": f"{plan.decoder}{flow}",
+            "plan_peak_mb": plan.peak_mb, "plan_options": options, "plan_threads": threads,
+            "plan_budget_mb": plan.budget_mb,
+            "plan_reference_frames": list(REFERENCE_SENTENCE_FRAMES)}  # fmt: skip
+
+
+class PlanLog(logging.Handler):
+    """Passes yomiage's warnings to the parent as ``log`` events as they happen (each
+    step of measuring a plan, a graph an engine refused), and times the plan's
+    measurement from the records of :data:`PLAN_LOGGERS`, so the parent can show the
+    steps and keep their minutes out of the load time."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self._began: float | None = None
+        self._last = 0.0
+
+    def emit(self, record: logging.LogRecord) -> None:
+        now = time.perf_counter()
+        if record.name.startswith(PLAN_LOGGERS):
+            if self._began is None and record.levelno >= logging.WARNING:
+                self._began = now  # measuring is the only thing the planner warns before
+            self._last = now
+        if record.levelno >= logging.WARNING:
+            _emit(event="log", level=record.levelname.lower(), message=record.getMessage())
+
+    @property
+    def measure_s(self) -> float:
+        """Seconds from the plan's first warning to its last record; 0 if it warned of
+        nothing (a plan kept from before, or none measured)."""
+        return 0.0 if self._began is None else self._last - self._began
 
 
 def _first_audio(speaker: Speaker, text: str, options: SynthesisOptions) -> float:
@@ -126,7 +178,8 @@ def peak_memory_mb() -> float | None:
 
 
 def _emit(**event: Any) -> None:
-    print(json.dumps(event), flush=True)
+    with _EMIT_LOCK:
+        print(json.dumps(event, ensure_ascii=False), flush=True)
 
 
 def main() -> int:
