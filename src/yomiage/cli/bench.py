@@ -5,8 +5,12 @@ Each configuration runs in a fresh process (:mod:`yomiage.cli.bench_worker`), so
 its load time and peak memory are what a user's own program would see. Before
 them one more process loads the voice once, so the first measured configuration
 does not pay for a download, a conversion or a cold disk cache. Progress goes
-to stderr, a line as each configuration starts and as each step ends; the
-table (or ``--json``) goes to stdout.
+to stderr, a line as each configuration starts, as each step ends and as yomiage
+warns (each step of measuring a plan: minutes, the first time a thread count
+runs here); the table, each configuration's plan and what they imply (or
+``--json``) go to stdout (:mod:`yomiage.cli.bench_summary`). The load average is
+read around each configuration, since other work on the cores makes any timing
+meaningless (:mod:`yomiage.cli.bench_load`).
 """
 
 from __future__ import annotations
@@ -170,6 +174,7 @@ def say(message: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from yomiage._version import __version__
     from yomiage.cli import bench_report
+    from yomiage.cli.bench_load import own_threads
     from yomiage.cli.bench_summary import Measured, configurations_json, summary
     from yomiage.cli.bench_worker import BenchJob
 
@@ -208,7 +213,9 @@ def run(args: argparse.Namespace) -> int:
         config, measured = _measure(job, f"[{index}/{len(pairs)}]")
         configs.append(config)
         rows.extend(measured)
-        why = config.load.disturbed(machine["logical_cores"] or 1, max(threads))
+        cores = machine["logical_cores"] or 1
+        own = own_threads([c.threads for c in configs], cores)[-1]
+        why = config.load.disturbed(cores, own)
         if why:
             say(f"[{index}/{len(pairs)}]   the machine was busy: {why}; these timings are "
                 "not reliable")  # fmt: skip

@@ -41,9 +41,8 @@ class LoadReading:
         return self.peak is not None and self.peak > cores
 
     def moved(self, own_threads: int) -> bool:
-        """Whether the load changed by more than bench's own threads (``own_threads``, the
-        most any of its configurations runs, plus :data:`SLACK`) explain: other work
-        started or ended while this configuration ran."""
+        """Whether the load changed by more than bench's own threads (``own_threads``, plus
+        :data:`SLACK`) explain: other work started or ended while this configuration ran."""
         if self.before is None or self.after is None:
             return False
         return abs(self.after - self.before) > own_threads + SLACK
@@ -57,13 +56,26 @@ class LoadReading:
         return None
 
 
-def busy_warning(
-    readings: list[tuple[str, LoadReading]], cores: int, own_threads: int
-) -> str | None:
-    """One line for the configurations (``(name, reading)`` pairs) whose timings other work
-    disturbed; None when none was."""
-    over = [(name, r) for name, r in readings if r.over(cores)]
-    moved = [(name, r) for name, r in readings if not r.over(cores) and r.moved(own_threads)]
+def own_threads(threads: list[int | None], cores: int) -> list[int]:
+    """For configurations run one after another on ``threads`` (None: yomiage's default),
+    the most threads bench itself ran while each one's reading could change: its own and
+    the previous process's, whose load the 1-minute average still holds (the first
+    follows the voice's first load, on the default threads: up to one per logical core)."""
+    out, previous = [], cores
+    for count in threads:
+        count = count or cores
+        out.append(max(count, previous))
+        previous = count
+    return out
+
+
+def busy_warning(readings: list[tuple[str, LoadReading, int]], cores: int) -> str | None:
+    """One line for the configurations whose timings other work disturbed, given as
+    ``(name, reading, own_threads)``: ``own_threads`` the most threads bench itself ran
+    while the reading could change (this configuration's and the one before it, whose
+    load the 1-minute average still holds); None when none was disturbed."""
+    over = [(name, r) for name, r, _ in readings if r.over(cores)]
+    moved = [(name, r) for name, r, own in readings if not r.over(cores) and r.moved(own)]
     if not over and not moved:
         return None
 

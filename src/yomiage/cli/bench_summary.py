@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from yomiage.cli.bench_load import busy_warning
+from yomiage.cli.bench_load import busy_warning, own_threads
 from yomiage.cli.bench_plans import Configuration, plan_lines
 from yomiage.cli.bench_report import TABLE_KEY, Recommendation, Row, table
 
@@ -33,8 +33,9 @@ class Measured:
     def busy(self) -> str | None:
         """The warning that other work disturbed the timings, None if nothing says so."""
         cores = int(self.machine.get("logical_cores") or 1)
-        own = max((c.threads or 0 for c in self.configs), default=0)
-        return busy_warning([(c.name, c.load) for c in self.configs], cores, own)
+        own = own_threads([c.threads for c in self.configs], cores)
+        readings = [(c.name, c.load, n) for c, n in zip(self.configs, own, strict=True)]
+        return busy_warning(readings, cores)
 
     @property
     def all_notes(self) -> tuple[str, ...]:
