@@ -87,7 +87,7 @@ def plan_lines(configs: list[Configuration], default: Configuration | None) -> l
         shown.append(default)
     if not shown:
         return []
-    lines = ["plans (each measured for its thread count on this CPU):"]
+    lines = ["plans, one per configuration (each thread count has its own):"]
     lines.extend(f"  {c.name}: {c.plan}" for c in shown)
     measured = [c for c in shown if c.plan_measure_s > 0]
     lines.extend(
