@@ -38,7 +38,7 @@ WAV_MAX_BYTES = 0xFFFFFFFF - 36  # a WAV header counts its size in 32 bits
 
 
 class AudioFileWriter:
-    """Writes one item's audio: :meth:`add` each chunk as it is made, then
+    """Writes one item's audio (or ``yomiage generate``'s file): :meth:`add` each chunk as it is made, then
     :meth:`finish` for the temporary file holding the encoded audio (named
     ``.<final name>.<random>``, which an interrupted job's rerun clears).
 
@@ -79,6 +79,15 @@ class AudioFileWriter:
             self.peak = max(self.peak, float(np.abs(samples).max()))
             self._spool.write(np.asarray(samples, np.float32).tobytes())
             self.samples += len(samples)
+            self._check_size()
+
+    def _check_size(self) -> None:
+        """A WAV file counts its size in 32 bits: past that, stop at once (not hours later)."""
+        if self.fmt == "wav" and 2 * self.samples > WAV_MAX_BYTES:
+            raise AudioFormatError(
+                f"{self.seconds / 3600:.1f} h of audio is more than a WAV file holds "
+                "(4 GiB); use --format flac, or split the text into several items"
+            )
 
     def finish(self) -> Path:
         """Encode the spool into a temporary file beside ``final`` and return its path."""
@@ -88,11 +97,6 @@ class AudioFileWriter:
             self._spooled(self._resampler.flush())
         self._spool.close()
         self._spool = None
-        if self.fmt == "wav" and 2 * self.samples > WAV_MAX_BYTES:
-            raise AudioFormatError(
-                f"{self.seconds / 3600:.1f} h of audio is more than a WAV file holds "
-                "(4 GiB); use --format flac, or split the text into several items"
-            )
         fd, encoded = tempfile.mkstemp(prefix=f".{self.final.name}.", dir=self.final.parent)
         os.close(fd)
         path = Path(encoded)

@@ -4,6 +4,8 @@ A text file is one item named after its stem (``ch01.txt`` → ``ch01``); a
 ``.jsonl`` file holds ``{"id", "text", "voice"?, "options"?}`` objects, one per
 line. Every item is checked before any audio is made, so a typo on line 29
 of a corpus is reported at once with its file and line, not after hours.
+Files are decoded by :mod:`yomiage.text_input` (UTF-8 unless told otherwise):
+a Shift_JIS chapter is refused naming its encoding, never read as noise.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from yomiage import text_input
 from yomiage.errors import OptionError, YomiageError
 from yomiage.options import SynthesisOptions
 
@@ -23,11 +26,11 @@ from yomiage.options import SynthesisOptions
 _SAFE_ID = re.compile(r"[\w][\w.\-]{0,127}")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 # The most characters one item may have: about 8 hours of speech at the default
-# speed (a WAV file holds at most 13.5 h at 44.1 kHz). A worker holds an item's
-# text and its sentences' readings (about 200 bytes a character) while it
-# makes the item; its audio goes to disk as it is made. Longer texts are split
-# into several items (chapters); checked before any audio is made.
-MAX_ITEM_CHARS = 200_000
+# speed (a WAV file holds at most 13.5 h at 44.1 kHz), as for any one audio file.
+# A worker holds an item's text and reads its sentences as it speaks them; its
+# audio goes to disk as it is made. Longer texts are split into several items
+# (chapters); checked before any audio is made.
+MAX_ITEM_CHARS = text_input.MAX_TEXT_CHARS
 # A line of JSONL read at most this far: the text's characters, each up to six
 # bytes as a JSON escape, and room for the other fields.
 _MAX_LINE_BYTES = 6 * MAX_ITEM_CHARS + 65536
@@ -57,17 +60,19 @@ class BatchItem:
         return hashlib.sha256(key.encode()).hexdigest()
 
 
-def read_items(paths: Iterable[Path | str]) -> list[BatchItem]:
-    """The items of every input, in order; BatchInputError for the first bad one."""
+def read_items(paths: Iterable[Path | str], encoding: str | None = None) -> list[BatchItem]:
+    """The items of every input, in order; BatchInputError for the first bad one.
+    ``encoding``: the inputs' (default UTF-8, a byte order mark allowed)."""
     items: list[BatchItem] = []
     for raw in paths:
         path = Path(raw)
         if not path.is_file():
             raise BatchInputError(f"{path}: no such file")
         if path.suffix.lower() in JSONL_SUFFIXES:
-            items.extend(_jsonl_items(path))
+            items.extend(_jsonl_items(path, encoding))
         else:
-            items.append(_checked(path.stem, _read_text(path), None, {}, f"{path}"))
+            text = _read_text(path, encoding)
+            items.append(_checked(path.stem, text, None, {}, f"{path}"))
     seen: dict[str, int] = {}
     for n, item in enumerate(items):
         if item.id in seen:
@@ -81,49 +86,47 @@ def read_items(paths: Iterable[Path | str]) -> list[BatchItem]:
     return items
 
 
-def _read_text(path: Path) -> str:
-    if path.stat().st_size > 4 * MAX_ITEM_CHARS:  # UTF-8 has at most 4 bytes a character
-        _too_long(f"{path}", path.stem, MAX_ITEM_CHARS + 1)
+def _read_text(path: Path, encoding: str | None) -> str:
     try:
-        return path.read_text("utf-8")
-    except UnicodeDecodeError as exc:
-        where = f"{exc.reason} at byte {exc.start}"
-        raise BatchInputError(f"{path}: not UTF-8 text ({where})") from None
+        return text_input.read_file(path, encoding, max_chars=MAX_ITEM_CHARS)
+    except text_input.TextTooLongError:
+        raise _too_long_error(f"{path}", path.stem) from None
+    except text_input.TextInputError as exc:
+        raise BatchInputError(str(exc)) from None
 
 
 def _too_long(where: str, item_id: object, characters: int) -> None:
     if characters > MAX_ITEM_CHARS:
-        raise BatchInputError(
-            f"{where}: item {item_id!r} has more than {MAX_ITEM_CHARS:,} characters, the most "
-            "one item may have (about 8 hours of speech); split it into several items"
-        )
+        raise _too_long_error(where, item_id)
 
 
-def _lines(path: Path) -> Iterable[tuple[int, str]]:
+def _too_long_error(where: str, item_id: object) -> BatchInputError:
+    return BatchInputError(
+        f"{where}: item {item_id!r} has more than {MAX_ITEM_CHARS:,} characters, the most "
+        "one item may have (about 8 hours of speech); split it into several items"
+    )
+
+
+def _lines(path: Path, encoding: str | None) -> Iterable[tuple[int, str]]:
     """Each line of ``path``, read no further than :data:`_MAX_LINE_BYTES` (a line of
     100 MB is refused without being held)."""
     with open(path, "rb") as f:
-        number = 0
-        while raw := f.readline(_MAX_LINE_BYTES + 1):
-            number += 1
-            where = f"{path}:{number}"
-            if len(raw) > _MAX_LINE_BYTES:
-                raise BatchInputError(
-                    f"{where}: the line is longer than {_MAX_LINE_BYTES:,} bytes; an item may "
-                    f"have at most {MAX_ITEM_CHARS:,} characters (about 8 hours of speech): "
-                    "split it into several items"
-                )
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise BatchInputError(
-                    f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start} of the line)"
-                ) from None
-            yield number, line
+        try:
+            yield from text_input.lines(
+                f, encoding, where=str(path), max_line_bytes=_MAX_LINE_BYTES
+            )
+        except text_input.TextTooLongError as exc:
+            raise BatchInputError(
+                f"{exc.where}: the line is longer than {_MAX_LINE_BYTES:,} bytes; an item may "
+                f"have at most {MAX_ITEM_CHARS:,} characters (about 8 hours of speech): "
+                "split it into several items"
+            ) from None
+        except text_input.TextInputError as exc:
+            raise BatchInputError(str(exc)) from None
 
 
-def _jsonl_items(path: Path) -> Iterable[BatchItem]:
-    for number, line in _lines(path):
+def _jsonl_items(path: Path, encoding: str | None) -> Iterable[BatchItem]:
+    for number, line in _lines(path, encoding):
         where = f"{path}:{number}"
         if not line.strip():
             continue

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.audio.formats import FORMATS as AUDIO_FORMATS
 from yomiage.cli.engine_options import (
+    add_encoding_argument,
     add_engine_arguments,
     add_synthesis_arguments,
     engine_spec,
@@ -29,9 +30,13 @@ if TYPE_CHECKING:
 
 EXAMPLES = """examples:
   yomiage batch book/ch*.txt --model ./my-voice -o audio/ --format flac
+  yomiage batch aozora/*.txt --encoding cp932 --voice jvnv-F1-jp -o audio/   # Shift_JIS
   yomiage batch corpus.jsonl --voice jvnv-F1-jp --voice jvnv-M1-jp -o out/ --jobs 2
   yomiage batch book/*.txt --model hf://owner/repo/voice -o /shared/audio --ray auto --jobs 16
-  (corpus.jsonl: one {"id": "...", "text": "...", "voice"?: "...", "options"?: {...}} per line)
+  (corpus.jsonl: one {"id": "...", "text": "...", "voice"?: "...", "options"?: {...}} per line;
+   "options": {"speed": 0.9} makes an item 10% shorter, faster: speed is a length scale)
+
+An item has at most 200,000 characters (about 8 hours of speech); split longer texts.
 """
 FORMATS = tuple(f for f in AUDIO_FORMATS if f != "pcm")  # headerless samples: not a file to keep
 INTERRUPTED = 130  # exit status after Ctrl-C (128 + SIGINT), as the other commands
@@ -49,6 +54,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("inputs", nargs="+", metavar="INPUT", help=".txt files and .jsonl files")
+    add_encoding_argument(p, "every input")
     p.add_argument("-o", "--output-dir", required=True, metavar="OUTDIR", help="where audio goes")
     p.add_argument("--format", choices=FORMATS, default="wav", help="audio format (default wav)")
     p.add_argument(
@@ -104,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.jobs < 1 or args.retries < 0:
         raise ValueError("--jobs must be at least 1 and --retries at least 0")
-    items = read_items(args.inputs)
+    items = read_items(args.inputs, args.encoding)
     threads = args.threads or max(1, physical_cores() // args.jobs)
     spec = BatchSpec(engine_spec(args, threads=threads), fmt=args.format, options=job_options(args))
     if args.ray is not None:

@@ -53,6 +53,25 @@ def add_reading_argument(parser: argparse.ArgumentParser | argparse._ArgumentGro
     add_flag(parser, EngineSpec, "reading")
 
 
+def add_encoding_argument(parser: argparse.ArgumentParser, reads: str) -> None:
+    """``--encoding NAME`` for a command that reads text (``reads``: from where), checked
+    as it is parsed (:mod:`yomiage.text_input` decodes with it)."""
+    from yomiage.text_input import ENCODING_HELP
+
+    parser.add_argument(
+        "--encoding", type=_encoding, metavar="NAME", help=f"{ENCODING_HELP} (for {reads})"
+    )
+
+
+def _encoding(name: str) -> str:
+    from yomiage.text_input import checked_encoding
+
+    try:
+        return checked_encoding(name)
+    except ValueError as exc:  # argparse keeps the message of this type only
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
     """Every field of :class:`SynthesisOptions` as a flag, with the API's meaning."""
     g = parser.add_argument_group("synthesis (defaults as in the Python API)")
@@ -64,7 +83,9 @@ def add_synthesis_arguments(parser: argparse.ArgumentParser) -> None:
         "--speed",
         type=float,
         metavar="X",
-        help=f"length scale: 2 is half as fast (default {d.speed})",
+        help="length scale, as in HayaKoe and SBV2: below 1 is faster, above 1 slower "
+        f"(0.5 = twice as fast, 2 = half as fast; default {d.speed}); the OpenAI "
+        "route's speed is the inverse (speed 2 there is twice as fast)",
     )
     g.add_argument("--sdp-ratio", type=float, metavar="X", help=f"0-1 (default {d.sdp_ratio})")
     g.add_argument("--noise", type=float, metavar="X", help=f"default {d.noise}")

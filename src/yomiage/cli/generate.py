@@ -1,17 +1,28 @@
-"""``yomiage generate``: text to an audio file, or to stdout as it is decoded."""
+"""``yomiage generate``: text to an audio file, or to stdout as it is decoded.
+
+The text is read as it is spoken and the audio goes to disk as it is decoded
+(a spool beside the file, encoded at the end), so a long text shows progress
+at once and its audio is never held whole; one file is made from at most
+:data:`yomiage.text_input.MAX_TEXT_CHARS` characters (``yomiage batch`` reads
+more, one file per chapter), and a stream to stdout from any number.
+"""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from yomiage.audio.formats import FORMATS
 from yomiage.cli.engine_options import (
+    add_encoding_argument,
     add_engine_arguments,
     add_synthesis_arguments,
     synthesis_options,
@@ -19,12 +30,19 @@ from yomiage.cli.engine_options import (
 
 if TYPE_CHECKING:
     from yomiage.audio import AudioChunk
+    from yomiage.audio.timings import Timings
 
 EXAMPLES = """examples:
   yomiage generate "こんにちは。" --voice jvnv-F1-jp -o hello.wav
-  yomiage generate "今日はいい天気ですね！" --model ./my-voice --style Happy --speed 1.1 -o out.mp3
+  yomiage generate "今日はいい天気ですね！" --model ./my-voice --style Happy --speed 0.9 -o out.mp3
+      # --speed 0.9: faster, 10% shorter (a length scale: below 1 faster, above 1 slower)
   yomiage generate --file chapter1.txt --model hf://owner/repo/voice -o ch1.flac --timings ch1.srt
+  yomiage generate --file aozora.txt --encoding cp932 --voice jvnv-F1-jp -o book.flac
   echo "速報です。" | yomiage generate - --voice jvnv-M1-jp -o - | aplay
+
+A file (or a whole-file format on stdout) is made from at most 200,000 characters
+(about 8 hours of speech): read a longer text in parts with `yomiage batch`
+(one .txt file per chapter), or stream it with -o - (wav or pcm).
 """
 
 
@@ -38,6 +56,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("text", nargs="?", help="the text; '-' reads it from stdin")
     p.add_argument("--file", "-f", metavar="PATH", help="read the text from a file ('-': stdin)")
+    add_encoding_argument(p, "stdin and --file")
     p.add_argument(
         "-o",
         "--output",
@@ -60,35 +79,55 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def read_text(args: argparse.Namespace) -> str:
+def read_text(args: argparse.Namespace, *, max_chars: int | None = None) -> str:
+    """The text to read, decoded strictly (``--encoding``, default UTF-8); with
+    ``max_chars``, a longer text is refused, naming ``yomiage batch``."""
+    from yomiage import text_input
+
     if args.file is not None and args.text is not None:
         raise ValueError("give the text or --file, not both")
-    if args.file == "-" or (args.file is None and args.text == "-"):
-        return sys.stdin.read()
-    if args.file is not None:
-        try:
-            return Path(args.file).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise ValueError(f"cannot read {args.file}: no such file") from None
-    if args.text is None:
-        raise ValueError("give the text to read, '-' for stdin, or --file PATH")
+    encoding = getattr(args, "encoding", None)
+    try:
+        if args.file == "-" or (args.file is None and args.text == "-"):
+            return text_input.read_stream(sys.stdin.buffer, encoding, max_chars=max_chars)
+        if args.file is not None:
+            try:
+                return text_input.read_file(args.file, encoding, max_chars=max_chars)
+            except FileNotFoundError:
+                raise ValueError(f"cannot read {args.file}: no such file") from None
+        if args.text is None:
+            raise ValueError("give the text to read, '-' for stdin, or --file PATH")
+        if max_chars is not None and len(args.text) > max_chars:
+            raise text_input.TextTooLongError("the text", max_chars)
+    except text_input.TextTooLongError as exc:
+        raise ValueError(
+            f"{exc.where} has more than {exc.limit:,} characters, the most one audio file is "
+            "made from (about 8 hours of speech): read it in parts with `yomiage batch` (one "
+            ".txt file per chapter), or stream it with -o - (wav or pcm)"
+        ) from None
     return str(args.text)
 
 
 def run(args: argparse.Namespace) -> int:
-    from yomiage.audio import Audio, wav_header
+    from yomiage import text_input
+    from yomiage.audio import wav_header
     from yomiage.audio.formats import format_for
 
-    text = read_text(args)
-    if not text.strip():
-        raise ValueError("the text is empty")
     to_stdout = args.output == "-"
     fmt = args.format or ("wav" if to_stdout else format_for(args.output))
+    # Played as it arrives: any length. Anything else ends in one file, which must hold it.
+    streaming = to_stdout and fmt in ("wav", "pcm")
+    text = read_text(args, max_chars=None if streaming else text_input.MAX_TEXT_CHARS)
+    if not text.strip():
+        raise ValueError("the text is empty")
     if args.timings is not None:
         from yomiage.audio.subtitles import TIMINGS_FORMATS
 
         if Path(args.timings).suffix.lower() not in TIMINGS_FORMATS:
             raise ValueError(f"--timings takes a .json, .srt or .vtt file, not {args.timings!r}")
+    target = None if to_stdout else Path(args.output)
+    if target is not None and not target.parent.is_dir():
+        raise FileNotFoundError(f"the folder {target.parent} does not exist (for {target.name})")
 
     started = time.perf_counter()
     from yomiage.cli.engine_options import make_tts
@@ -103,9 +142,10 @@ def run(args: argparse.Namespace) -> int:
         options = synthesis_options(args, speaker)
         loaded = time.perf_counter()
         progress = Progress(len(text.strip()), enabled=not args.quiet and sys.stderr.isatty())
-        streaming = to_stdout and fmt in ("wav", "pcm")
-        chunks = progress.track(speaker.stream(text, options, early_audio=streaming))
-        kept: list[AudioChunk] = []
+        sentences = Sentences(speaker.sample_rate)
+        chunks = sentences.track(
+            progress.track(speaker.stream(text, options, early_audio=streaming))
+        )
         out: IO[bytes] = sys.stdout.buffer
         if streaming:
             # Played as it arrives, so chunks are written as decoded (not normalized).
@@ -115,34 +155,29 @@ def run(args: argparse.Namespace) -> int:
                 for chunk in chunks:
                     out.write(chunk.to_pcm_bytes())
                     out.flush()
-                    kept.append(_without_samples(chunk))
             except BrokenPipeError:
                 # The reader left (`| head`, a player closed): not an error.
                 _silence_stdout()
                 progress.close()
                 return 0
+            progress.close()
+        elif target is not None:
+            write_file(chunks, target, fmt, speaker.sample_rate, progress)
         else:
-            kept = list(chunks)
-        progress.close()
-        audio = Audio.from_chunks(kept, speaker.sample_rate)
-        duration = sum(len(c.samples) for c in kept) / speaker.sample_rate
-        if not streaming:
-            # mp3 and the like take seconds to encode a long text, after the bar is full.
-            with progress.stage(f"encoding {fmt}" if fmt not in ("wav", "pcm") else None):
-                if to_stdout:
-                    out.write(audio.to_bytes(fmt))
-                    out.flush()
-                else:
-                    audio.save(args.output, fmt)
+            with tempfile.TemporaryDirectory(prefix="yomiage-generate-") as folder:
+                made = Path(folder) / f"audio.{fmt}"
+                write_file(chunks, made, fmt, speaker.sample_rate, progress)
+                with open(made, "rb") as data:
+                    shutil.copyfileobj(data, out)
+                out.flush()
         if args.timings is not None:
             from yomiage.audio.subtitles import write_timings
 
-            firsts = [c for c in kept if c.timings.phonemes]  # each sentence's first chunk
-            write_timings(args.timings, [c.timings for c in firsts], duration,
-                          [c.text for c in firsts])  # fmt: skip
+            write_timings(args.timings, sentences.timings, sentences.seconds, sentences.texts)
     if not args.quiet:
         spent = time.perf_counter() - loaded
         where = "stdout" if to_stdout else args.output
+        duration = sentences.seconds
         print(
             f"wrote {where}: {duration:.2f} s of audio in {spent:.2f} s "
             f"({duration / max(spent, 1e-9):.1f}x real time; loading took "
@@ -152,22 +187,58 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def write_file(
+    chunks: Iterable[AudioChunk], target: Path, fmt: str, sample_rate: int, progress: Progress
+) -> None:
+    """The chunks into the file ``target``, as they are decoded: each goes to a spool
+    beside it at once (the whole audio is never held), and at the end the spool is
+    normalized to the peak and encoded into a temporary file renamed over ``target``
+    (the bytes ``Audio.save`` writes). A failure or Ctrl-C on the way leaves ``target``
+    as it was and no temporary file."""
+    from yomiage.batch.audio_file import AudioFileWriter
+
+    with AudioFileWriter(target, fmt, sample_rate) as writer:
+        for chunk in chunks:
+            writer.add(chunk.samples)
+        progress.close()
+        # mp3 and the like take seconds to encode a long text, after the bar is full.
+        with progress.stage(f"encoding {fmt}" if fmt not in ("wav", "pcm") else None):
+            made = writer.finish()
+    try:
+        os.replace(made, target)
+    except BaseException:
+        made.unlink(missing_ok=True)
+        raise
+
+
+class Sentences:
+    """What the summary and ``--timings`` need of a stream, without its audio: its
+    length, and each sentence's timings and text (from its first chunk)."""
+
+    def __init__(self, sample_rate: int) -> None:
+        self.sample_rate = sample_rate
+        self.samples = 0
+        self.timings: list[Timings] = []
+        self.texts: list[str] = []
+
+    @property
+    def seconds(self) -> float:
+        return self.samples / self.sample_rate
+
+    def track(self, chunks: Iterable[AudioChunk]) -> Iterator[AudioChunk]:
+        for chunk in chunks:
+            self.samples += len(chunk.samples)
+            if chunk.timings.phonemes:  # a sentence's first chunk
+                self.timings.append(chunk.timings)
+                self.texts.append(chunk.text)
+            yield chunk
+
+
 def _silence_stdout() -> None:
     """Point stdout at devnull so the interpreter's final flush does not fail again."""
-    import os
-
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-
-
-def _without_samples(chunk: AudioChunk) -> AudioChunk:
-    """The chunk's length and timings without keeping its audio (already written)."""
-    from dataclasses import replace
-
-    import numpy as np
-
-    return replace(chunk, samples=np.zeros(len(chunk.samples), np.float32))
 
 
 class Progress:
@@ -182,7 +253,7 @@ class Progress:
         self.read = 0  # characters of the sentences begun so far
         self.sentences = 0
 
-    def track(self, chunks: Iterator[AudioChunk]) -> Iterator[AudioChunk]:
+    def track(self, chunks: Iterable[AudioChunk]) -> Iterator[AudioChunk]:
         for chunk in chunks:
             self.audio += chunk.duration
             if chunk.timings.phonemes:  # a sentence's first chunk

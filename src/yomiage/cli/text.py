@@ -7,12 +7,13 @@ import json
 import sys
 from collections.abc import Iterator
 
-from yomiage.cli.engine_options import add_reading_argument
+from yomiage.cli.engine_options import add_encoding_argument, add_reading_argument
 from yomiage.errors import YomiageError
 
 EXAMPLES_G2P = """examples:
   yomiage g2p --json "円周率は3.14、成功率は50%です。"
   echo "GitHubでJSONを公開。" | yomiage g2p --json -
+  yomiage g2p - --encoding cp932 < shift_jis.txt
 """
 EXAMPLES_DICT = """examples:
   yomiage dict add 担々麺 タンタンメン --accent 3
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     g2p.add_argument("text", nargs="+", help="text to read; '-' reads one text per line from stdin")
     g2p.add_argument("--json", action="store_true", help="one JSON object per input, one per line")
+    add_encoding_argument(g2p, "stdin")
     add_reading_argument(g2p)
     g2p.add_argument(
         "--user-dict", metavar="PATH", help="user dictionary JSON (default: the per-user one)"
@@ -79,10 +81,14 @@ def _user_dict_argument(parser: argparse.ArgumentParser) -> None:
                         help=USER_DICT_HELP)  # fmt: skip
 
 
-def _texts(args: list[str]) -> Iterator[str]:
+def _texts(args: list[str], encoding: str | None) -> Iterator[str]:
+    """Each text given; for '-', each line of stdin as it comes, decoded strictly
+    (a line that is not text in ``encoding`` stops it, naming the likely one)."""
+    from yomiage.text_input import lines
+
     for text in args:
         if text == "-":
-            for line in sys.stdin:
+            for _, line in lines(sys.stdin.buffer, encoding, where="stdin"):
                 line = line.rstrip("\r\n")
                 if line.strip():
                     yield line
@@ -95,7 +101,7 @@ def run_g2p(args: argparse.Namespace) -> int:
 
     frontend = Frontend(args.user_dict or default_user_dictionary_path(), reading=args.reading)
     status = 0
-    for text in _texts(args.text):
+    for text in _texts(args.text, args.encoding):
         try:
             p = frontend.g2p(text)
         except YomiageError as exc:
