@@ -1,7 +1,9 @@
 """What ``yomiage batch`` shows while it works and when it ends.
 
 On a terminal: one bar line, redrawn per item and as workers get through
-their items (the items in hand with how much of each is read). Otherwise (a
+their items (the items in hand with how much of each is read, their audio
+counted in, and the time left from the pace of the work so far, so both show
+during the first item). Otherwise (a
 log file, CI): one line per item, and for a long item a line at most every
 :data:`LINE_SECONDS` saying how far it is, so a long job is never silent. The
 summary always lists failed items by id with the reason. Events come from
@@ -35,12 +37,12 @@ class BatchProgress:
         self.tty = tty
         self.out = out or sys.stderr
         self.line_seconds = line_seconds
-        self.started = time.perf_counter()
         self._drawn = False
         self._closed = False
         self._lock = threading.Lock()
         self._summary = BatchSummary(items=total)
         self._in_hand: dict[str, ItemProgress] = {}  # items being made, as far as reported
+        self._pace_from: tuple[float, float] | None = None  # (time, work) first seen
         self._logged: dict[str, float] = {}  # off a terminal: when each item's line was last
 
     def __call__(self, event: Event) -> None:
@@ -93,11 +95,10 @@ class BatchProgress:
         partial = sum(p.characters / max(1, p.total) for p in self._in_hand.values())
         width = 30
         filled = min(width, int(width * (done + partial) / self.total))
-        spent = time.perf_counter() - self.started
-        eta = ""
-        if summary.made and done < self.total:
-            left = spent / summary.made * (self.total - done)
-            eta = f"  ~{left / 60:.0f} min left"
+        audio = summary.audio_seconds + sum(p.seconds for p in self._in_hand.values())
+        left = self._time_left(summary.made + len(summary.failed) + partial,
+                               self.total - summary.skipped)  # fmt: skip
+        eta = f"  ~{_clock(left)} left" if left is not None and done < self.total else ""
         in_hand = [f"{p.item_id} {p.characters / max(1, p.total):.0%}"
                    for p in list(self._in_hand.values())[:2]]  # fmt: skip
         if len(self._in_hand) > 2:
@@ -105,10 +106,24 @@ class BatchProgress:
         making = f"  ({', '.join(in_hand)})" if in_hand else ""
         self.out.write(
             f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} items"
-            f"  {_length(summary.audio_seconds)} of audio{eta}{making}   "
+            f"  {_length(audio)} of audio{eta}{making}   "
         )
         self.out.flush()
         self._drawn = True
+
+    def _time_left(self, work: float, of: int) -> float | None:
+        """Seconds until ``of`` items are made, at the pace since work was first seen
+        (items made, and the share read of those in hand: an estimate from the first
+        item on, and no voice loading counted); None until there is a pace."""
+        now = time.perf_counter()
+        if self._pace_from is None:
+            if work > 0:  # the first audio: voices loaded, items skipped, work begun
+                self._pace_from = (now, work)
+            return None
+        since, at_first = self._pace_from
+        if work <= at_first or now <= since:
+            return None
+        return (now - since) / (work - at_first) * max(0.0, of - work)
 
     def close(self) -> None:
         with self._lock:
@@ -130,6 +145,15 @@ class BatchProgress:
             )
         for item_id, why in summary.failed.items():
             print(f"failed: {item_id}: {why}", file=self.out)
+
+
+def _clock(seconds: float) -> str:
+    """Time left as a person reads it: 40 s, 12 min, 1.5 h."""
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _length(seconds: float) -> str:

@@ -108,9 +108,13 @@ def _resolve(
     if isinstance(src, LocalSource):
         path = src.path.expanduser()
         if not (path.is_dir() or (path.is_file() and path.suffix.lower() in FILE_SOURCES)):
-            raise SourceNotFoundError(
-                f"voice source {str(source)!r}: no such folder {path}", source=str(source)
+            what = (
+                f"{path} is a file, not a voice (a voice is a bundle folder, an SBV2 "
+                "folder, an .aivmx file, or a .safetensors checkpoint in an SBV2 folder)"
+                if path.exists()
+                else f"no such folder {path}"
             )
+            raise SourceNotFoundError(f"voice source {str(source)!r}: {what}", source=str(source))
         return path
     cache = Cache.at(cache_dir)
     is_offline = offline_mode(offline)

@@ -25,6 +25,7 @@ from yomiage.text.weekdays import read_weekdays
 log = logging.getLogger(__name__)
 
 _WAVE_DASH_RE = re.compile("[~〜～]")
+PUNCTUATION_ONLY = "!?…,.'-"  # what normalized text may hold that is not read aloud
 _COMBINING_SOUND_MARKS_RE = re.compile("[\u3099\u309a]")
 
 
@@ -62,8 +63,9 @@ def normalize(
     if keep_kanji:
         text = read_dropped_kanji(text)
     skipped = skipped_symbols(text)
-    if skipped:
+    text = _COMBINING_SOUND_MARKS_RE.sub("", replace_punctuation(text))
+    # With nothing else to read, the frontend's TextError names them: said once, there.
+    if skipped and text.strip(PUNCTUATION_ONLY):
         named = ", ".join(describe_symbol(ch) for ch in skipped)
         log.warning("skipped %s in %r: no rule reads them", named, written[:40])
-    text = replace_punctuation(text)
-    return _COMBINING_SOUND_MARKS_RE.sub("", text)
+    return text
