@@ -13,7 +13,10 @@ of issue 32), so the plan times the decoder in each layout of
 :data:`LAYOUT_CHOICES` too, and a voice whose plan takes another layout runs a
 graph made from its bundle's: the same weights and the same samples (within
 float rounding, 4e-8), kept in ``<cache>/decoders/<the bundle's decoder
-files' sha256>-2d<channels>/``.
+files' sha256>-2d<channels>/`` with the sha256 of its files as made
+(:func:`~yomiage.runtime.integrity.record_made`): a kept graph whose files are no
+longer so is made again before it is used (one with flipped weights loaded and
+spoke noise on every start).
 """
 
 from __future__ import annotations
@@ -27,12 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from yomiage.lifeline import child_environment, die_with_parent_from_environment
+from yomiage.progress import report_progress
+from yomiage.runtime.integrity import NOT_RECORDED, record_made, unlike_made
+
 log = logging.getLogger(__name__)
 
 # The layouts a plan may choose among besides its bundle's own: the stages of at least
 # this many channels run 2-D (the fastest on Zen 3 and on Zen 5 respectively, above).
 LAYOUT_CHOICES = (64, 128)
 MAKE_TIMEOUT_S = 600.0
+# What a graph made here consists of (its weights beside it, as in a bundle).
+MADE_FILES = ("decoder.onnx", "decoder.onnx.data")
 
 
 class LayoutError(RuntimeError):
@@ -62,21 +71,32 @@ class DecoderLayouts:
             return decoder
         graph = self.folder(key, layout) / "decoder.onnx"
         if graph.is_file():
-            return graph
+            unlike = unlike_made(graph.parent, MADE_FILES)
+            if not unlike:
+                return graph
+            name, why = next(iter(unlike.items()))
+            level = logging.INFO if why == NOT_RECORDED else logging.WARNING
+            log.log(level, "%s: %s; it is made again", graph.parent / name, why)
+            self.discard(graph)
         started = time.perf_counter()
+        report_progress(f"making {decoder.name} with stages from {layout} channels 2-D")
         command = [sys.executable, "-m", __name__, str(decoder), str(graph.parent), str(layout)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=MAKE_TIMEOUT_S,
-                                  check=False)  # fmt: skip
+                                  check=False, env=child_environment())  # fmt: skip
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise LayoutError(f"cannot make {decoder.name} in another layout: {exc}") from exc
         if done.returncode != 0:
             tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
             raise LayoutError(tail)
-        if graph.is_file():
-            log.info("made %s (%.1f s)", graph, time.perf_counter() - started)
-            return graph
-        return decoder  # it has that layout already
+        if not graph.is_file():
+            return decoder  # it has that layout already
+        unlike = unlike_made(graph.parent, MADE_FILES)
+        if unlike:  # a damaged one that could not be removed (a read-only cache)
+            name, why = next(iter(unlike.items()))
+            raise LayoutError(f"{graph.parent / name}: {why}, and it cannot be made again")
+        log.info("made %s (%.1f s)", graph, time.perf_counter() - started)
+        return graph
 
     def discard(self, graph: Path) -> None:
         """Remove a graph :meth:`graph` made (its folder); anything else is left alone."""
@@ -106,6 +126,7 @@ def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
         root.mkdir(parents=True, exist_ok=True)
         made = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))
         _save(model, made / "decoder.onnx")
+        record_made(made, MADE_FILES)  # checked before each use (runtime/integrity.py)
         for path in (made, *made.iterdir()):  # as the rest of the cache: not private
             path.chmod(0o755 if path.is_dir() else 0o644)
         try:
@@ -131,6 +152,7 @@ def _save(model: Any, path: Path) -> None:
 
 def main(argv: list[str]) -> int:
     """The child: ``DECODER FOLDER LAYOUT``; a LayoutError's message on stderr, exit 1."""
+    die_with_parent_from_environment()  # nothing to make for once its parent is gone
     decoder, folder, layout = Path(argv[0]), Path(argv[1]), int(argv[2])
     try:
         make_layout(decoder, folder, layout)

@@ -1,12 +1,21 @@
-"""Bundle files checked against the sha256 their manifest records, at every load.
+"""Files checked against a sha256 recorded when they were written, before each use.
 
-A flipped byte in a graph's weights loads fine and gives NaN audio, so a
-bundle (``voice.json``, ``bert.json``) is verified before it is loaded. Hashing
+A flipped byte in a graph's weights loads fine and gives NaN audio (or noise), so
+a bundle (``voice.json``, ``bert.json``) is verified before it is loaded. Hashing
 hundreds of megabytes on every start would cost seconds, so the size and
 modification time of each file are remembered once it has been hashed (in
 the cache, under ``verified/``): a file whose size and time have not changed
 since is trusted; any other is hashed again. Without a writable cache every
 load hashes.
+
+What the cache makes from a bundle (a decoder in another layout, OpenVINO's
+compiled blobs: :mod:`yomiage.runtime.derived`) has no manifest of its own, so
+its maker records each file's sha256 in the folder it wrote
+(:data:`MADE_RECORD`, :func:`record_made`), and its user checks the files
+against that record first (:func:`unlike_made`), on the same terms: a file
+whose size and time are as recorded is trusted, any other is hashed again. A
+file that is not as it was made is made again: a damaged one in the cache spoke
+noise, with no error, on every start.
 """
 
 from __future__ import annotations
@@ -25,6 +34,13 @@ from yomiage.runtime.bundle import sha256_file
 log = logging.getLogger(__name__)
 
 _MEMO_FORMAT = 1
+# Beside the files the cache made, the sha256 each had when it was made.
+MADE_RECORD = "sha256.json"
+_MADE_FORMAT = 1
+# Why :func:`unlike_made` gives for a file made before its maker recorded it: nothing
+# wrong is known of it (made by an older version, or its maker stopped before the
+# record), so callers make it again without a warning.
+NOT_RECORDED = "its sha256 was never recorded"
 
 
 def _memo_path(memo_dir: Path, folder: Path) -> Path:
@@ -109,3 +125,73 @@ def file_sha256(path: Path, memo_dir: Path | None) -> str:
         memo[path.name] = [st.st_size, st.st_mtime_ns, digest]
         _write_memo(memo_file, memo)
     return digest
+
+
+def record_made(folder: Path, names: Iterable[str]) -> None:
+    """Record the sha256 of ``names`` (files just made in ``folder``), with the size and
+    time of each, in ``folder``'s :data:`MADE_RECORD` (beside what it records already;
+    a file recorded with its present size and time is not hashed again). Raises OSError
+    where a file cannot be read or the record written."""
+    record = _read_made(folder)
+    changed = False
+    for name in names:
+        st = (folder / name).stat()
+        entry = record.get(name)
+        if isinstance(entry, list) and entry[:2] == [st.st_size, st.st_mtime_ns]:
+            continue
+        record[name] = [st.st_size, st.st_mtime_ns, sha256_file(folder / name)]
+        changed = True
+    if changed or not (folder / MADE_RECORD).is_file():
+        _write_made(folder, record)
+
+
+def unlike_made(folder: Path, names: Iterable[str]) -> dict[str, str]:
+    """Those of ``names`` in ``folder`` that are not as :func:`record_made` recorded them,
+    each with why (missing, never recorded, or changed since); empty when all are.
+    Only a file whose size or time changed since is hashed; one that was only touched
+    (the same sha256) is recorded with its new time, so it is not hashed again."""
+    record = _read_made(folder)
+    unlike: dict[str, str] = {}
+    touched = False
+    for name in names:
+        path = folder / name
+        try:
+            st = path.stat()
+        except OSError:
+            unlike[name] = "it is missing"
+            continue
+        entry = record.get(name)
+        if not (isinstance(entry, list) and len(entry) == 3):
+            unlike[name] = NOT_RECORDED
+            continue
+        if entry[:2] == [st.st_size, st.st_mtime_ns]:
+            continue
+        try:
+            actual = sha256_file(path)
+        except OSError as exc:
+            unlike[name] = f"it cannot be read ({exc})"
+            continue
+        if actual != entry[2]:
+            unlike[name] = "its sha256 is not the one recorded when it was made"
+            continue
+        record[name] = [st.st_size, st.st_mtime_ns, actual]
+        touched = True
+    if touched:
+        try:
+            _write_made(folder, record)
+        except OSError as exc:  # a read-only cache: hashed again next time
+            log.debug("cannot update %s: %s", folder / MADE_RECORD, exc)
+    return unlike
+
+
+def _read_made(folder: Path) -> dict[str, list[object]]:
+    try:
+        data = read_json_object(folder / MADE_RECORD)
+    except (OSError, ValueError):  # none, or damaged: every file counts as unrecorded
+        return {}
+    files = data.get("files") if data.get("format") == _MADE_FORMAT else None
+    return files if isinstance(files, dict) else {}
+
+
+def _write_made(folder: Path, record: Mapping[str, list[object]]) -> None:
+    write_atomic(folder / MADE_RECORD, json.dumps({"format": _MADE_FORMAT, "files": record}))

@@ -24,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
+from yomiage.runtime.compiled_cache import checked_cache
 from yomiage.runtime.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
 from yomiage.runtime.mapped_files import drop_resident_pages
 from yomiage.runtime.onnx_session import input_names, load_session, session_options
@@ -122,7 +123,8 @@ class Sessions:
     ``<cache_dir>/<OpenVINO version>-form<COMPILED_FORM>/<graph sha256>/``
     (measured on the full-size decoder: load 0.3 s -> 0.15 s, 15 MB less): a new
     graph or a new OpenVINO gets a new folder, and folders of other versions or
-    forms are removed.
+    forms are removed. Each blob there is checked against the sha256 recorded when
+    OpenVINO wrote it before it is used (:mod:`yomiage.runtime.compiled_cache`).
     OpenVINO's own cache key is the graph's path, not its content, hence the
     folder per sha256.
     """
@@ -239,15 +241,17 @@ class Sessions:
             "NUM_STREAMS": 1,
         }
         cache = self._graph_cache(sha256)
-        if cache is not None:
-            config["CACHE_DIR"] = str(cache)
         model, defaults = read_with_inputs(core, path, OVERRIDABLE_INPUTS)
         if frame_mask:
             model = with_frame_mask(model)
-        compiled = core.compile_model(model, "CPU", config)
+        # Its blobs checked against their sha256 first (runtime/compiled_cache.py).
+        with checked_cache(cache) as cached:
+            if cached:
+                config["CACHE_DIR"] = str(cache)
+            compiled = core.compile_model(model, "CPU", config)
         del model  # the compiled graph holds what it needs
         # What it keeps mapped: its compiled blob, or the graph and its weights.
-        mapped = (cache,) if cache is not None else (path, path.with_name(f"{path.name}.data"))
+        mapped = (cache,) if cached and cache else (path, path.with_name(f"{path.name}.data"))
         drop_resident_pages(mapped)
         return OpenVinoGraph(path, compiled, Placement("openvino", precision), mapped, defaults)
 
