@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         options = synthesis_options(args, speaker)
         loaded = time.perf_counter()
         progress = Progress(len(text.strip()), enabled=not args.quiet and sys.stderr.isatty())
-        sentences = Sentences(speaker.sample_rate)
+        sentences = Sentences(speaker.sample_rate, keep=args.timings is not None)
         chunks = sentences.track(
             progress.track(speaker.stream(text, options, early_audio=streaming))
         )
@@ -213,10 +213,11 @@ def write_file(
 
 class Sentences:
     """What the summary and ``--timings`` need of a stream, without its audio: its
-    length, and each sentence's timings and text (from its first chunk)."""
+    length, and (``keep``) each sentence's timings and text, from its first chunk."""
 
-    def __init__(self, sample_rate: int) -> None:
+    def __init__(self, sample_rate: int, *, keep: bool) -> None:
         self.sample_rate = sample_rate
+        self.keep = keep
         self.samples = 0
         self.timings: list[Timings] = []
         self.texts: list[str] = []
@@ -228,7 +229,7 @@ class Sentences:
     def track(self, chunks: Iterable[AudioChunk]) -> Iterator[AudioChunk]:
         for chunk in chunks:
             self.samples += len(chunk.samples)
-            if chunk.timings.phonemes:  # a sentence's first chunk
+            if self.keep and chunk.timings.phonemes:  # a sentence's first chunk
                 self.timings.append(chunk.timings)
                 self.texts.append(chunk.text)
             yield chunk
