@@ -221,3 +221,12 @@ def test_noise_is_not_given_an_encoding() -> None:
     assert text_input.guess(noise) is None
     with pytest.raises(text_input.TextInputError, match="name its encoding with --encoding"):
         text_input.decode(noise, where="x")
+
+
+@pytest.mark.parametrize("marked", [False, True])
+def test_a_text_cut_short_in_a_character_is_called_so(marked: bool) -> None:
+    from yomiage import text_input
+
+    data = ("\ufeff" if marked else "").encode() + TEXT.encode()[:-1]
+    with pytest.raises(text_input.TextInputError, match="ends in the middle of a UTF-8 char"):
+        text_input.decode(data, where="ch01.txt")

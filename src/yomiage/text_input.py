@@ -101,6 +101,11 @@ def decode(data: bytes, encoding: str | None = None, *, where: str) -> str:
     try:
         text = data.decode(_reader(codec))
     except UnicodeDecodeError as exc:
+        if _try_decode(data, _reader(codec), final=False) is not None:  # all but the end
+            raise TextInputError(
+                f"{where}: ends in the middle of a {_label(codec)} character, after "
+                f"{len(data):,} bytes; was it cut short?"
+            ) from None
         raise _not_text(data, codec, f"{exc.reason} at byte {exc.start}", where) from None
     if "\x00" in text:  # UTF-16 of ASCII text decodes as UTF-8, a NUL every other byte
         raise _not_text(data, codec, "it holds NUL characters", where)
