@@ -86,7 +86,7 @@ def read_text(args: argparse.Namespace, *, max_chars: int | None = None) -> str:
 
     if args.file is not None and args.text is not None:
         raise ValueError("give the text or --file, not both")
-    encoding = getattr(args, "encoding", None)
+    encoding = args.encoding
     try:
         if args.file == "-" or (args.file is None and args.text == "-"):
             return text_input.read_stream(sys.stdin.buffer, encoding, max_chars=max_chars)
