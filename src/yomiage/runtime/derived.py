@@ -8,6 +8,9 @@ kinds of files made from its graphs, named by their content:
 - ``openvino/<version and form>/<graph sha256>/``: what OpenVINO compiled from a
   graph (:class:`~yomiage.runtime.sessions.Sessions`; ~58 MB a precision).
 
+Each such folder records the sha256 of its files as they were made, and they are
+checked against it before use (:mod:`yomiage.runtime.integrity`).
+
 When a bundle leaves the cache (an uninstalled voice, a conversion by an earlier
 version), these would only cost disk, so they go with it, but for those that a
 bundle that stays was made into too (the same decoder, cut again by a newer

@@ -255,7 +255,8 @@ class Plan:
     ``basis`` says where the plan came from ("measured on ..." or "fallback: ...");
     ``options`` are the alternatives judged (empty for a fallback), the chosen first;
     ``threads_ms``, the thread counts ``threads`` was chosen from (ms of one decoder
-    call each; empty when there was no choice).
+    call each; empty when there was no choice); ``fits_budget``, False where no
+    option was predicted to fit ``budget_mb`` and the lightest was taken.
     """
 
     decoder: DecoderChoice
@@ -267,6 +268,7 @@ class Plan:
     peak_mb: float | None = None
     options: tuple[PlanOption, ...] = field(default=(), compare=False)
     threads_ms: tuple[tuple[int, float], ...] = field(default=(), compare=False)
+    fits_budget: bool = True
 
     def placement(self, precision: str, *, automatic: bool) -> VoicePlacement:
         """The graphs' placement for a bundle (``precision``: the decoder's, fp32/bf16/int8)."""

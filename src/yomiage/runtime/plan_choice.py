@@ -169,4 +169,5 @@ def choose_plan(
     ranked = [best, *others]
     chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
     return Plan(best.choice, budget_mb, why, threads, flow=best.flow, peak_mb=best.peak_mb,
-                options=tuple(ranked), threads_ms=chosen_among)  # fmt: skip
+                options=tuple(ranked), threads_ms=chosen_among,
+                fits_budget=bool(eligible))  # fmt: skip

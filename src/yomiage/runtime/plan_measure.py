@@ -21,14 +21,17 @@ too), and times the flow. Where a bfloat16 decoder is a candidate, a last one
 runs the flow in bfloat16 on OpenVINO beside that decoder, for the flow's time
 there and the whole peak of each schedule with both. On a 2-core AVX2-only Zen 3
 this takes 160 s (100 s on a Zen 5 with bfloat16), once per CPU model, voice
-architecture and engine versions (:mod:`yomiage.runtime.plan_store` keeps it).
+architecture and engine versions (:mod:`yomiage.runtime.plan_store` keeps it, each
+process's figures as it ends: :mod:`yomiage.runtime.plan_steps`). Each process dies
+with the one that started it (:mod:`yomiage.lifeline`): one outlived ``yomiage
+serve`` by minutes, holding ~1 GB and both cores.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
@@ -36,19 +39,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from yomiage.lifeline import child_environment
 from yomiage.runtime.placement import ORT_F32, Placement
 from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
 from yomiage.runtime.plan_schedules import openvino_first_window
+from yomiage.runtime.plan_steps import MeasuredSteps, MeasureError, step_name
+
+__all__ = ["CALL_TIMEOUT_S", "MEASURE_ENV", "MeasureError", "MeasureJob", "MeasuredSteps",
+           "measure"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
 # Set in the measuring processes (and by a user: "0") so no plan is measured there.
 MEASURE_ENV = "YOMIAGE_PLAN_MEASURE"
 CALL_TIMEOUT_S = 600.0
-
-
-class MeasureError(RuntimeError):
-    """A measuring process failed or timed out (the plan then falls back)."""
+# The key of a measuring process's JSON line that says why it cannot measure here, for
+# good (plan_worker.py prints it for a MeasureError of its own).
+REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -83,9 +90,28 @@ class MeasureJob:
     families: Mapping[tuple[str, str], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
 
-def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> Measurements:
-    """The decoder on each engine and precision of ``job.lengths`` (and in each of
-    ``job.layouts``), and the floor, each in a fresh process."""
+@dataclass(frozen=True)
+class _Step:
+    """One measuring process: its name in the kept steps, its arguments, what the
+    progress line says, and where its figures go."""
+
+    name: str
+    args: dict[str, Any]
+    what: str
+    engine: str = "onnxruntime"
+    precision: str = "f32"
+    layout: int = 0
+    first: bool = True  # the first group of its engine, precision and layout
+    windows: tuple[int, ...] = ()
+
+    @property
+    def openvino(self) -> bool:
+        return self.engine == "openvino"
+
+
+def _plan_steps(job: MeasureJob) -> tuple[list[_Step], _Step, list[list[_Step]]]:
+    """The decoder's steps, the floor's, and the flow's groups per placement off ONNX
+    Runtime, in the order they run."""
     ort = ("onnxruntime", "f32")
     runs = [
         (engine, precision, 0, group)
@@ -95,45 +121,120 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
     runs += [
         (*ort, layout, job.lengths[ort]) for layout in sorted(job.layouts) if ort in job.lengths
     ]
+    decoders, seen = [], set()
+    for engine, precision, layout, lengths in runs:
+        first = (engine, precision, layout) not in seen
+        seen.add((engine, precision, layout))
+        # The thread counts once per engine: a later group's process times its lengths only.
+        counts = list(job.thread_choices) if first else [job.threads]
+        what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
+        if (engine, precision) in job.families and not layout:
+            what += f", lengths {lengths[0]}-{lengths[-1]}"
+        decoder = job.layouts[layout] if layout else job.decoder
+        args = {"what": "decoder", "engine": engine, "precision": precision, **_plain(job),
+                "decoder": str(decoder), "thread_choices": counts,
+                "lengths": list(lengths)}  # fmt: skip
+        name = step_name("decoder", engine, precision, layout, lengths, counts)
+        decoders.append(_Step(name, args, what, engine, precision, layout, first))
+    floor = _Step(
+        step_name("floor", job.ort_windows),
+        {"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)},
+        "the memory of the rest of the engine",
+    )
+    flows = []
+    for engine, precision in job.flows:
+        group = []
+        for windows in _flow_groups(job.openvino_windows):
+            args = {"what": "flow", "flow": [engine, precision], **_plain(job),
+                    "windows": list(windows)}  # fmt: skip
+            what = f"the flow on {engine} {precision}, with the decoder"
+            name = step_name("flow", engine, precision, windows)
+            group.append(_Step(name, args, what, engine, precision, windows=windows))
+        flows.append(group)
+    return decoders, floor, flows
+
+
+def measure(
+    job: MeasureJob,
+    steps: MeasuredSteps | None = None,
+    progress: Callable[[str], None] = log.warning,
+) -> Measurements:
+    """The decoder on each engine and precision of ``job.lengths`` (and in each of
+    ``job.layouts``), and the floor, each in a fresh process. ``steps``: the outcomes
+    kept from earlier starts (a step with one is not run again) and where each new
+    one is kept as it ends (:mod:`yomiage.runtime.plan_steps`; None: nothing kept).
+    MeasureError where ONNX Runtime float32 or the floor, which every plan needs,
+    could not be measured."""
+    steps = MeasuredSteps() if steps is None else steps
+    decoders, floor, flow_groups = _plan_steps(job)
+    every = [*decoders, floor, *(s for group in flow_groups for s in group)]
+    todo = [s for s in every if steps.result(s.name) is None and steps.lasting(s.name) is None]
     compiles = sorted(p for e, p in job.lengths if e == "openvino") if job.compiled_dir else []
-    flow_groups = _flow_groups(job.openvino_windows)
-    steps = len(runs) + 1 + len(job.flows) * len(flow_groups) + bool(compiles)
-    step = 0
-    if compiles:
-        step += 1
-        progress(f"compiling the decoder on OpenVINO ({step}/{steps}, once per CPU)")
+    compile_now = bool(compiles) and any(s.openvino for s in todo)
+    total, number = len(todo) + compile_now, 0
+    if len(todo) < len(every):
+        progress(f"{len(every) - len(todo)} of the {len(every)} measuring steps are kept from "
+                 f"an earlier start; {len(todo)} to go")  # fmt: skip
+
+    def say(message: str, *, once: bool = True) -> None:
+        nonlocal number
+        number += 1
+        text = f"{message} ({number}/{total}{', once per CPU' if once else ''})"
+        progress(text)
+        steps.began(text)
+
+    def outcome(step: _Step) -> tuple[dict[str, Any] | None, str, bool]:
+        """The step's figures (kept, or measured now), else why not and whether for good."""
+        kept = steps.result(step.name)
+        if kept is not None:
+            return kept, "", False
+        lasting = steps.lasting(step.name)
+        if lasting is not None:
+            return None, f"{lasting} (at an earlier start)", True
+        if step.args["what"] == "decoder":
+            say(f"measuring the decoder on {step.what}")
+        else:
+            say(f"measuring {step.what}", once=False)
+        try:
+            raw = _child(step.args)
+        except MeasureError as exc:
+            return None, str(exc), steps.failed(step.name, exc)
+        try:
+            return steps.finished(step.name, raw), "", False
+        except MeasureError as exc:  # figures that make no sense: counted as failed
+            return (
+                None,
+                f"measuring {step.args['what']}: {exc}",
+                steps.lasting(step.name) is not None,
+            )
+
+    if compile_now:
+        say("compiling the decoder on OpenVINO")
         try:
             _child({"what": "compile", "precisions": compiles, **_plain(job)})
         except MeasureError as exc:  # each process then compiles it, and counts that
             log.warning("the decoder could not be compiled ahead (%s)", exc)
+    ort = ("onnxruntime", "f32")
     measured: dict[tuple[str, str, int], EngineTimings] = {}
     unavailable: list[tuple[str, str]] = []
-    for engine, precision, layout, lengths in runs:
-        step += 1
-        what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
-        if (engine, precision) in job.families and not layout:
-            what += f", lengths {lengths[0]}-{lengths[-1]}"
-        progress(f"measuring the decoder on {what} ({step}/{steps}, once per CPU)")
-        if (engine, precision) in unavailable:
-            continue
+    for step in decoders:
+        engine, precision, layout = step.engine, step.precision, step.layout
         earlier = measured.get((engine, precision, layout))
-        decoder = job.layouts[layout] if layout else job.decoder
-        # The thread counts once per engine: a later group's process times its lengths only.
-        counts = list(job.thread_choices) if earlier is None else [job.threads]
-        try:
-            raw = _child({"what": "decoder", "engine": engine, "precision": precision,
-                          **_plain(job), "decoder": str(decoder), "thread_choices": counts,
-                          "lengths": list(lengths)})  # fmt: skip
-        except MeasureError as exc:
+        if (engine, precision) in unavailable or (not step.first and earlier is None):
+            continue  # no option here, or its first group failed this time
+        raw, why, lasting = outcome(step)
+        if raw is None:
             if (engine, precision, layout) == (*ort, 0):
-                raise  # the reference every plan is judged against
-            if layout or earlier is not None:  # that layout or group is no option; the rest is
-                log.warning("%s left out of the plan: %s", what, exc)
+                raise MeasureError(why, lasting=lasting)  # the reference every plan is judged by
+            if layout or not step.first:  # that layout or group is no option; the rest is
+                log.warning("%s left out of the plan: %s", step.what, why)
                 continue
             # An engine that cannot run here (OpenVINO installed but broken, say) is
-            # no option; the others still are.
-            log.warning("%s %s left out of the plan: %s", engine, precision, exc)
-            unavailable.append((engine, precision))
+            # no option; the others still are. One that failed for a cause that may pass
+            # is measured again at the next start.
+            log.warning("%s %s left out of the plan: %s", engine, precision, why)
+            if lasting:
+                unavailable.append((engine, precision))
             continue
         timings = EngineTimings(
             engine,  # type: ignore[arg-type]
@@ -151,23 +252,19 @@ def measure(job: MeasureJob, progress: Callable[[str], None] = log.warning) -> M
                 memory_mb={**earlier.memory_mb, **timings.memory_mb},
             )
         measured[engine, precision, layout] = timings
-    step += 1
-    progress(f"measuring the memory of the rest of the engine ({step}/{steps})")
-    raw = _child({"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)})
+    raw, why, lasting = outcome(floor)
+    if raw is None:
+        raise MeasureError(why, lasting=lasting)
     ort_peaks = _int_keys(raw["ort_peak_mb"])
     flows = [FlowTimings(ORT_F32, _int_keys(raw["flow_ms"]))]
-    for engine, precision in job.flows:
-        flow = Placement(engine, precision)  # type: ignore[arg-type]
+    for group in flow_groups:
+        flow = Placement(group[0].engine, group[0].precision)  # type: ignore[arg-type]
         flow_ms: dict[int, float] = {}
         peaks: dict[int, float] = {}
-        for windows in flow_groups:
-            step += 1
-            progress(f"measuring the flow on {flow}, with the decoder ({step}/{steps})")
-            try:
-                other = _child({"what": "flow", "flow": [flow.engine, flow.precision],
-                                **_plain(job), "windows": list(windows)})  # fmt: skip
-            except MeasureError as exc:  # the flow stays on ONNX Runtime
-                log.warning("the flow on %s left out of the plan: %s", flow, exc)
+        for step in group:
+            other, why, _ = outcome(step)
+            if other is None:  # the flow stays on ONNX Runtime
+                log.warning("the flow on %s left out of the plan: %s", flow, why)
                 flow_ms = {}
                 break
             flow_ms = flow_ms or _int_keys(other["flow_ms"])  # the first group's timings
@@ -209,7 +306,10 @@ def _plain(job: MeasureJob) -> dict[str, Any]:
 
 
 def _child(args: dict[str, Any]) -> dict[str, Any]:
-    env = dict(os.environ, **{MEASURE_ENV: "0"})
+    """Run one measuring process; its JSON line. MeasureError where it could not measure:
+    ``lasting`` where the process said why (the engine cannot run the graph here), not
+    where it was killed, crashed or ran out of time (that may pass)."""
+    env = dict(child_environment(), **{MEASURE_ENV: "0"})  # it dies with this process
     command = [sys.executable, "-m", "yomiage.runtime.plan_worker", json.dumps(args)]
     try:
         done = subprocess.run(
@@ -220,6 +320,19 @@ def _child(args: dict[str, Any]) -> dict[str, Any]:
     lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
     if done.returncode != 0 or not lines:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise MeasureError(f"measuring {args['what']} failed: {tail}")
+        how = f" ({describe_status(done.returncode)})" if done.returncode else ""
+        raise MeasureError(f"measuring {args['what']} failed{how}: {tail}")
     result: dict[str, Any] = json.loads(lines[-1])
+    if REFUSED in result:
+        raise MeasureError(f"measuring {args['what']}: {result[REFUSED]}", lasting=True)
     return result
+
+
+def describe_status(code: int) -> str:
+    """A measuring process's exit status in words."""
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"

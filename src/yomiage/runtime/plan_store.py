@@ -8,7 +8,11 @@ counts the plan may choose among) and one set of engine versions;
 (``<cache>/plans/<digest>.json``). A different CPU, voice size, thread count or
 a new ONNX Runtime or OpenVINO is a different key, so it is measured anew; the
 file holds the measurements, not the choice, so a new memory budget re-chooses
-without measuring again. A file that cannot be read is measured over.
+without measuring again. Beside them it keeps each measuring step's outcome as the
+step ends (:mod:`yomiage.runtime.plan_steps`), so a measuring that was stopped
+resumes, and one whose step failed for a cause that may pass measures that step
+again. A file that cannot be read, or whose figures make no sense
+(:mod:`yomiage.runtime.plan_checks`), is measured over, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -16,16 +20,20 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import platform
-from collections.abc import Mapping
+import tempfile
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from yomiage.atomic import write_atomic
+from yomiage.json_file import read_json_object
 from yomiage.runtime.cpu import cpu_flags
 from yomiage.runtime.placement import Engine, Placement, Precision, graph_bytes
 from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan_checks import measurements_problem
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +49,8 @@ log = logging.getLogger(__name__)
 # is timed on each engine it may run on, and OpenVINO's whole peak measured with it
 # (runtime/flow_lengths.py). 10: OpenVINO's decoder is compiled into the cache before it
 # is measured, so its memory is that of a voice loading it from there (plan_worker.py).
-FORMAT_VERSION = 10
+# 11: each measuring step's outcome is kept as it ends (plan_steps.py).
+FORMAT_VERSION = 11
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
@@ -103,60 +112,145 @@ class PlanStore:
     def path(self, key: PlanKey) -> Path:
         return self.root / f"{key.digest()}.json"
 
-    def load(self, key: PlanKey) -> tuple[Measurements, str] | None:
-        """The measurements kept for ``key`` and when they were taken, or None (none
-        kept, or a file that cannot be read: it is measured over)."""
-        path = self.path(key)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("key") != _plain(asdict(key)):
-                return None  # a digest collision, or a file edited by hand
-            return _measurements(data["measurements"]), str(data.get("measured_at", ""))
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            log.info("ignoring the plan measurements in %s (%s); measuring again", path, exc)
-            return None
+    def lock_path(self, key: PlanKey) -> Path:
+        """The lock a process measuring ``key`` holds (:mod:`yomiage.runtime.plan_lock`)."""
+        return self.root / f"{key.digest()}.lock"
 
-    def save(self, key: PlanKey, measured: Measurements, measured_at: str) -> None:
-        """Keep ``measured`` for ``key`` (atomically; a cache that cannot be written
-        only means measuring again next time)."""
+    def note_path(self, key: PlanKey) -> Path:
+        """Where that process says which step it is at, for those that wait on it."""
+        return self.root / f"{key.digest()}.measuring"
+
+    def load(self, key: PlanKey, *, quiet: bool = False) -> tuple[Measurements, str] | None:
+        """The measurements kept for ``key`` and when they were taken, or None: none
+        kept, only some of their steps (a measuring stopped, or a step that failed
+        for a cause that may pass: measured again), or a file that cannot be read or
+        whose figures make no sense (it is measured over, with a warning unless
+        ``quiet``)."""
+        path = self.path(key)
+        data = self._read(key, quiet=quiet)
+        if data is None or "measurements" not in data:
+            return None
+        retry = data.get("retry")
+        if retry:
+            log.info("measuring again what failed at an earlier start (%s), kept in %s",
+                     "; ".join(str(r) for r in retry), path)  # fmt: skip
+            return None
+        warn = log.info if quiet else log.warning
+        try:
+            measured = _measurements(data["measurements"])
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            warn("ignoring the plan measurements in %s (%s); measuring again", path, exc)
+            return None
+        context = dict(key.architecture).get("context")
+        problem = measurements_problem(
+            measured, context=context, thread_counts=(key.threads, *key.thread_choices)
+        )
+        if problem:
+            warn("ignoring the plan measurements in %s: %s; measuring again", path, problem)
+            return None
+        return measured, str(data.get("measured_at", ""))
+
+    def steps(self, key: PlanKey) -> dict[str, Any]:
+        """The measuring steps' outcomes kept for ``key`` (empty: none)."""
+        data = self._read(key, quiet=True)
+        steps = data.get("steps") if data is not None else None
+        return steps if isinstance(steps, dict) else {}
+
+    def save(
+        self,
+        key: PlanKey,
+        measured: Measurements,
+        measured_at: str,
+        steps: Mapping[str, Any] | None = None,
+        retry: Sequence[str] = (),
+    ) -> OSError | None:
+        """Keep ``measured`` for ``key`` (atomically), with the outcomes of the steps it
+        was measured in (:mod:`yomiage.runtime.plan_steps`) and those to measure again
+        at the next start; the error where the cache cannot be written (nothing is
+        kept then: the next start measures again)."""
         data = {
             "key": _plain(asdict(key)),
             "measured_at": measured_at,
-            "measurements": {
-                "floor_mb": measured.floor_mb,
-                "ort_peak_mb": {str(w): mb for w, mb in sorted(measured.ort_peak_mb.items())},
-                "context": measured.context,
-                "unavailable": [list(pair) for pair in measured.unavailable],
-                "engines": [
-                    {
-                        "engine": e.engine,
-                        "precision": e.precision,
-                        "call_ms": {str(n): ms for n, ms in sorted(e.call_ms.items())},
-                        "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
-                        "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
-                        "layout": e.layout,
-                        "balanced_trims": e.balanced_trims,
-                    }
-                    for e in measured.engines
-                ],
-                "flows": [
-                    {
-                        "engine": f.placement.engine,
-                        "precision": f.placement.precision,
-                        "call_ms": {str(n): ms for n, ms in sorted(f.call_ms.items())},
-                        "peak_mb": {str(w): mb for w, mb in sorted(f.peak_mb.items())},
-                    }
-                    for f in measured.flows
-                ],
-            },
+            "measurements": _measurements_data(measured),
+            "steps": dict(steps if steps is not None else self.steps(key)),
+            "retry": list(retry),
         }
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            write_atomic(self.path(key), json.dumps(data, indent=1, ensure_ascii=False))
+            self._write(key, data)
         except OSError as exc:
-            log.info("cannot keep the plan measurements in %s (%s)", self.root, exc)
+            return exc
+        return None
+
+    def save_steps(self, key: PlanKey, steps: Mapping[str, Any]) -> None:
+        """Keep the steps' outcomes for ``key`` as they are now (what else the file holds
+        stays); a cache that cannot be written keeps nothing (the caller was told so
+        by :meth:`unwritable`)."""
+        data = self._read(key, quiet=True) or {"key": _plain(asdict(key))}
+        data["steps"] = dict(steps)
+        try:
+            self._write(key, data)
+        except OSError as exc:
+            log.debug("cannot keep the measuring steps in %s: %s", self.root, exc)
+
+    def unwritable(self) -> OSError | None:
+        """Why nothing can be kept here (None: it can be), found by writing a file."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            fd, probe = tempfile.mkstemp(prefix=".probe.", dir=self.root)
+            os.close(fd)
+            os.unlink(probe)
+        except OSError as exc:
+            return exc
+        return None
+
+    def _read(self, key: PlanKey, *, quiet: bool) -> dict[str, Any] | None:
+        """The file for ``key`` as JSON, or None: none, another key's (a digest collision,
+        a file edited by hand) or one that cannot be read (logged unless ``quiet``)."""
+        path = self.path(key)
+        try:
+            data = read_json_object(path)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:  # JsonFileError: damaged, nested too deep, ...
+            if not quiet:
+                log.warning("ignoring the plan measurements in %s (%s); measuring again",
+                            path, exc)  # fmt: skip
+            return None
+        return data if data.get("key") == _plain(asdict(key)) else None
+
+    def _write(self, key: PlanKey, data: Mapping[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path(key), json.dumps(data, indent=1, ensure_ascii=False))
+
+
+def _measurements_data(measured: Measurements) -> dict[str, Any]:
+    return {
+        "floor_mb": measured.floor_mb,
+        "ort_peak_mb": {str(w): mb for w, mb in sorted(measured.ort_peak_mb.items())},
+        "context": measured.context,
+        "unavailable": [list(pair) for pair in measured.unavailable],
+        "engines": [
+            {
+                "engine": e.engine,
+                "precision": e.precision,
+                "call_ms": {str(n): ms for n, ms in sorted(e.call_ms.items())},
+                "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
+                "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
+                "layout": e.layout,
+                "balanced_trims": e.balanced_trims,
+            }
+            for e in measured.engines
+        ],
+        "flows": [
+            {
+                "engine": f.placement.engine,
+                "precision": f.placement.precision,
+                "call_ms": {str(n): ms for n, ms in sorted(f.call_ms.items())},
+                "peak_mb": {str(w): mb for w, mb in sorted(f.peak_mb.items())},
+            }
+            for f in measured.flows
+        ],
+    }
 
 
 def _plain(value: Any) -> Any:

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError
+from yomiage.lifeline import die_with_parent_from_environment
+from yomiage.runtime.plan_measure import MEASURE_ENV, REFUSED, MeasureError
 
 # A request as long as a paragraph (about 40 s of speech in 9 sentences, one of them
 # over 10 s): what the floor is measured on.
@@ -313,12 +314,18 @@ def _time_flow(voice: Any) -> dict[int, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Measure what the JSON argument asks; print the figures as one JSON line, or (for a
+    MeasureError: what cannot run here, for good) why not, under ``REFUSED``."""
+    die_with_parent_from_environment()  # ~1 GB and both cores: not past its parent's life
     args = json.loads((argv or sys.argv[1:])[0])
     os.environ[MEASURE_ENV] = "0"
     logging.basicConfig(level=logging.WARNING)
     measuring = {"compile": _compile, "decoder": _time_decoder, "floor": _floor,
                  "flow": _flow_elsewhere}  # fmt: skip
-    result = measuring[args["what"]](args)
+    try:
+        result = measuring[args["what"]](args)
+    except MeasureError as exc:
+        result = {REFUSED: str(exc)}
     print(json.dumps(result), flush=True)
     return 0
 

@@ -14,6 +14,9 @@ The order of the decision, all of it here:
    ~3 min on 2 cores, logged as it goes), and
    :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
+   One process measures a key at a time, the others wait for its result
+   (:mod:`yomiage.runtime.plan_lock`); each step is kept as it ends, so a stopped
+   measuring resumes (:mod:`yomiage.runtime.plan_steps`).
    Where the cache can keep them, ONNX Runtime float32 is also timed with the
    decoder's stages in the other layouts of
    :data:`~yomiage.runtime.decoder_layouts.LAYOUT_CHOICES`, and a plan that takes
@@ -22,6 +25,7 @@ The order of the decision, all of it here:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -42,8 +46,16 @@ from yomiage.runtime.plan import (
     Plan,
     first_call_lengths,
 )
+from yomiage.runtime.plan_checks import measurements_problem
 from yomiage.runtime.plan_choice import choose_plan
-from yomiage.runtime.plan_measure import MEASURE_ENV, MeasureError, MeasureJob, measure
+from yomiage.runtime.plan_lock import measuring_turn
+from yomiage.runtime.plan_measure import (
+    MEASURE_ENV,
+    MeasuredSteps,
+    MeasureError,
+    MeasureJob,
+    measure,
+)
 from yomiage.runtime.plan_schedules import candidates, schedule_families
 from yomiage.runtime.plan_store import PlanKey, PlanStore, cpu_identity, voice_architecture
 from yomiage.runtime.sessions import Sessions, openvino_version
@@ -54,7 +66,8 @@ with engines_without_telemetry():  # ONNX Runtime decides at its start: see that
 
 log = logging.getLogger(__name__)
 
-Measure = Callable[[MeasureJob], Measurements]
+# Takes the measurements of a job: measure() itself, resuming from and keeping to the steps.
+Measure = Callable[[MeasureJob, MeasuredSteps], Measurements]
 
 
 @dataclass(frozen=True)
@@ -123,18 +136,11 @@ class Planner:
             return self._fallback(has_openvino, native, why)
         key = self._key(manifest)
         with self._lock:
-            kept = self.store.load(key)
-            if kept is not None and not kept[0].covers(allowed):
-                kept = None  # measured for other choices than these: measured again, all of them
-            if kept is None:
-                try:
-                    measured = self._measure_now(manifest, allowed)
-                except MeasureError as exc:
-                    log.warning("could not measure a plan (%s); using the fallback", exc)
-                    return self._fallback(has_openvino, native, f"measuring failed ({exc})")
-                kept = measured, time.strftime("%Y-%m-%d")
-                self.store.save(key, *kept)
-        measured, when = kept
+            try:
+                measured, when = self._kept_or_measured(manifest, key, allowed)
+            except MeasureError as exc:
+                log.warning("could not measure a plan (%s); using the fallback", exc)
+                return self._fallback(has_openvino, native, f"measuring failed ({exc})")
         try:
             plan = choose_plan(
                 measured,
@@ -148,8 +154,49 @@ class Planner:
         except ValueError as exc:  # nothing asked for could run here
             log.warning("no measured plan for %s (%s); using the fallback", manifest.name, exc)
             return self._fallback(has_openvino, native, f"nothing measured could run ({exc})")
-        log.info("plan for %s: %s", manifest.name, plan.describe())
+        if plan.fits_budget:
+            log.info("plan for %s: %s", manifest.name, plan.describe())
+        else:  # the budget cannot be held: said whatever the log level
+            log.warning("plan for %s: %s", manifest.name, plan.describe())
         return plan
+
+    def _kept_or_measured(
+        self, manifest: VoiceManifest, key: PlanKey, allowed: tuple[DecoderChoice, ...]
+    ) -> tuple[Measurements, str]:
+        """The measurements kept for ``key`` if they cover ``allowed``; else those another
+        process is taking (waited for), else measured now, resuming from the steps
+        kept, each kept as it ends. MeasureError where they cannot be taken."""
+        store = self.store
+        assert store is not None  # plan_for measures only with a store
+        kept = _covering(store.load(key), allowed)
+        if kept is not None:
+            return kept
+        problem = store.unwritable()
+        if problem is not None:
+            log.warning("cannot keep the plan in %s (%s): it will be measured again at "
+                        "every start; %s=0 skips measuring", store.root, problem,
+                        MEASURE_ENV)  # fmt: skip
+        path = store.path(key)
+        with measuring_turn(store.lock_path(key), store.note_path(key), (path,),
+                            voice=manifest.name):  # fmt: skip
+            # Measured meanwhile by the process this one waited for?
+            kept = _covering(store.load(key, quiet=True), allowed)
+            if kept is not None:
+                return kept
+            steps = MeasuredSteps(store.steps(key), where=str(path),
+                                  keep=functools.partial(store.save_steps, key))  # fmt: skip
+            measured = self._measure_now(manifest, allowed, steps, keeps=problem is None)
+            counts = (key.threads, *key.thread_choices)
+            nonsense = measurements_problem(measured, context=manifest.receptive_field_frames,
+                                            thread_counts=counts)  # fmt: skip
+            if nonsense:
+                raise MeasureError(f"the measurements make no sense: {nonsense}")
+            when = time.strftime("%Y-%m-%d")
+            failed = store.save(key, measured, when, steps.records, steps.retry)
+            if failed is not None and problem is None:
+                log.warning("cannot keep the plan measurements in %s (%s); the next start "
+                            "measures again", store.root, failed)  # fmt: skip
+        return measured, when
 
     def decoder_graph(self, manifest: VoiceManifest, plan: Plan) -> tuple[Plan, Path]:
         """The decoder graph ``plan`` runs for the bundle of ``manifest``: the bundle's
@@ -219,7 +266,12 @@ class Planner:
         return PlanKey(cpu, flags, sessions.threads, sessions.thread_choices, architecture, engines)
 
     def _measure_now(
-        self, manifest: VoiceManifest, allowed: tuple[DecoderChoice, ...]
+        self,
+        manifest: VoiceManifest,
+        allowed: tuple[DecoderChoice, ...],
+        steps: MeasuredSteps,
+        *,
+        keeps: bool = True,
     ) -> Measurements:
         context = manifest.receptive_field_frames
         reference = DecoderChoice("onnxruntime", "f32")
@@ -268,12 +320,20 @@ class Planner:
             flows=(("openvino", "bf16"),) if bf16_windows else (),
             openvino_windows=tuple(sorted(bf16_windows)),
         )
+        where = f"kept in {self.store.root}; " if keeps and self.store is not None else ""
         log.warning(
-            "choosing how to run %s on this CPU: measuring %d engine(s), once "
-            "(kept in %s; YOMIAGE_PLAN_MEASURE=0 skips it)",
-            manifest.name, len(lengths), self.store.root if self.store else "-",
+            "choosing how to run %s on this CPU: measuring %d engine(s), once (%s%s=0 skips it)",
+            manifest.name, len(lengths), where, MEASURE_ENV,
         )  # fmt: skip
-        return self._measure(job)
+        return self._measure(job, steps)
+
+
+def _covering(
+    kept: tuple[Measurements, str] | None, allowed: tuple[DecoderChoice, ...]
+) -> tuple[Measurements, str] | None:
+    """``kept`` if it was measured for every choice of ``allowed`` (None: measured for
+    other choices than these, so the steps they lack are measured now)."""
+    return kept if kept is not None and kept[0].covers(allowed) else None
 
 
 # The smallest budget under which a plan that measured nothing takes OpenVINO's
