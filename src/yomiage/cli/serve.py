@@ -13,26 +13,33 @@ import contextlib
 import functools
 import ipaddress
 import logging
+import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from yomiage.cli.engine_options import voice_sources
 from yomiage.cli.serve_flags import add_serve_arguments
+from yomiage.cli.serve_voices import (
+    check_some_voice,
+    check_something_to_serve,
+    engine_service,
+    installed_at_start,
+    serving_line,
+)
+from yomiage.cli.serve_voices import check_voices as check_voices  # vvpp's, and tests'
+from yomiage.cli.serve_voices import load_installed as load_installed
+from yomiage.cli.serve_voices import start_worker as start_worker
 from yomiage.engine_spec import EngineSpec
 from yomiage.settings import declared, from_flags
 
 if TYPE_CHECKING:
-    from yomiage.aivmx.installed import InstalledVoice
-    from yomiage.engine_spec import VoiceSource
     from yomiage.server.config import ServerConfig
-    from yomiage.server.engine.load_journal import LoadJournal
-    from yomiage.server.engine.service import LocalService
-    from yomiage.server.engine.worker import WorkerService
 
 log = logging.getLogger("yomiage.serve")
 
@@ -131,142 +138,6 @@ def models_dir(args: argparse.Namespace) -> Path | None:
     return None if args.model_api == "off" else default_models_dir().absolute()
 
 
-def named_voices(args: argparse.Namespace) -> tuple[VoiceSource, ...]:
-    """The ``--voice`` and ``--model`` voices (none named: none)."""
-    return voice_sources(args) if (args.voice or args.model) else ()
-
-
-def check_some_voice(args: argparse.Namespace, installed: Sequence[InstalledVoice]) -> None:
-    """A server needs a voice to serve, or a way to get one: voices installed, or the
-    model API's write mode to install them (it then starts with none, as AivisSpeech)."""
-    if args.voice or args.model or installed or (args.models_dir and args.model_api == "write"):
-        return
-    try:
-        voice_sources(args)  # "name a voice", with the flags that do
-    except ValueError as exc:
-        raise ValueError(f"{exc}, or install voices while serving (--model-api write)") from None
-
-
-def installed_at_start(args: argparse.Namespace) -> tuple[InstalledVoice, ...]:
-    """The voices installed in the models folder, named beside the command line's."""
-    from yomiage.aivmx.installed import installed_voices
-
-    if not args.models_dir:
-        return ()
-    taken = [name for name, _ in named_voices(args)]
-    return installed_voices(Path(args.models_dir), taken)
-
-
-def engine_service(flags: dict[str, Any]) -> LocalService:
-    """The engine of ``serve``'s flags, prepared and warmed (what the worker process runs).
-
-    Warming up here, before the port opens, means a worker restarted after a
-    crash is warm too before it takes requests. The command line's voices must
-    load; an installed voice that does not is skipped with one log line (a start
-    must never fail, nor a restart loop, on a file in the models folder), and so
-    is one that a previous worker of this server died loading.
-    """
-    from yomiage.cli.engine_options import engine_spec
-    from yomiage.limits import Limits
-    from yomiage.server.engine.load_journal import LoadJournal
-    from yomiage.server.engine.service import warmed_service
-
-    args = argparse.Namespace(**flags)
-    limits = Limits(max_request_seconds=args.max_audio_seconds)
-    spec = engine_spec(args, limits=limits, voices=named_voices(args))
-    journal = LoadJournal(Path(args.load_journal)) if args.load_journal else None
-    service = warmed_service(spec, warm=not args.no_warmup)
-    try:
-        load_installed(service, args.installed_voices, warm=not args.no_warmup, journal=journal)
-    except BaseException:
-        service.tts.close()
-        raise
-    return service
-
-
-def load_installed(
-    service: LocalService,
-    voices: Sequence[InstalledVoice],
-    *,
-    warm: bool,
-    journal: LoadJournal | None = None,
-) -> None:
-    """Load the installed voices beside the command line's. One that is the same model
-    as a command-line voice is left to it; one that fails to load or to warm up, or
-    whose VOICEVOX styles would take another voice's ids, is skipped and logged; so
-    is one that ``journal`` says a worker died loading."""
-    from yomiage.errors import ModelLoadError
-    from yomiage.server.voicevox.synthesis import VoxCatalog
-
-    held = {c.credits.uuid.lower(): n for n, c in service.voices.items() if c.credits}
-    for voice in voices:
-        if voice.uuid in held:
-            log.info("%s is model %s, given on the command line as %r; not loaded twice",
-                     voice.path, voice.uuid, held[voice.uuid])  # fmt: skip
-            continue
-        if journal is not None and journal.crashed(voice.path):
-            continue  # said when the journal was opened
-        try:
-            with journal.loading(voice.path) if journal else contextlib.nullcontext():
-                service.load_voice(voice.name, str(voice.path), warm=warm)
-        except Exception as exc:
-            log.warning("skipping installed voice %s: %s", voice.path, exc)
-            continue
-        try:
-            VoxCatalog.of(service.voices.values())
-        except ModelLoadError as exc:  # two styles with one VOICEVOX id
-            service.unload_voice(voice.name)
-            log.warning("skipping installed voice %s: %s", voice.path, exc)
-
-
-def start_worker(
-    factory: Callable[[], LocalService], *, journal: Path, installed: int, worker_timeout: float
-) -> WorkerService:
-    """The worker process, started again while each failed start died loading one of the
-    ``installed`` voices: the next start skips that one (see ``journal``), so a bad
-    file in the models folder costs a start, at most once per installed voice."""
-    from yomiage.server.engine.liveness import Liveness
-    from yomiage.server.engine.load_journal import died_loading
-    from yomiage.server.engine.worker import WorkerService, WorkerStartError
-
-    liveness = Liveness(call_timeout=worker_timeout)
-    for _ in range(installed):
-        try:
-            return WorkerService(factory, liveness=liveness)
-        except WorkerStartError:
-            if not died_loading(journal):
-                raise
-            log.warning("the synthesis worker died loading an installed voice; "
-                        "starting it again without that voice")  # fmt: skip
-    return WorkerService(factory, liveness=liveness)
-
-
-def check_voices(args: argparse.Namespace) -> None:
-    """Fail in one line, before a worker starts, for what the flags alone show: no voice
-    named, an unknown catalog name, a local path that does not exist, and (offline) a
-    voice that is not in the cache. Loading may still fail; the worker then says why."""
-    from yomiage.errors import SourceNotFoundError
-    from yomiage.sources import LocalSource, lookup, offline_mode, parse, resolve_name
-
-    offline = offline_mode(True if args.offline else None)
-    for name, source in named_voices(args):
-        src = parse(source) if source is not None else None
-        if isinstance(src, LocalSource):
-            if not src.path.expanduser().exists():
-                raise SourceNotFoundError(
-                    f"voice {name!r}: no such folder or file {src.path}", source=str(source)
-                )
-        elif offline:
-            resolve_name(
-                source or name,
-                format="sbv2" if args.device.startswith("cuda") else "onnx",
-                cache_dir=args.cache_dir,
-                offline=True if args.offline else None,  # None: the environment's reason
-            )
-        elif source is None:
-            lookup(name)
-
-
 def gpu_device(device: str) -> str:
     """The device ``--use_gpu`` means: ``--device`` where it names a CUDA device, else
     "cuda". Where PyTorch sees none it is an error, never a quiet fall-back to the CPU:
@@ -315,9 +186,41 @@ def run(args: argparse.Namespace) -> int:
         if args.in_process
         else tempfile.TemporaryDirectory(prefix="yomiage-serve-")
     )
-    with journal_dir as journal:
+    with terminated_cleanly(), journal_dir as journal:
         args.load_journal = journal
         return _serve(args, config)
+    return 128 + signal.SIGTERM  # terminated, where SIGTERM's own action is off
+
+
+class _Terminated(BaseException):
+    """SIGTERM, raised where the main thread is, so that what it holds is let go."""
+
+
+@contextlib.contextmanager
+def terminated_cleanly() -> Iterator[None]:
+    """SIGTERM unwinds the block as Ctrl-C does (its ``with`` and ``finally`` clauses
+    run: the worker is stopped, the temporary folder removed), then ends the process
+    by SIGTERM, as a service manager expects. Python's default ends it at once and
+    left an empty ``yomiage-serve-*`` folder in TMPDIR; uvicorn, which takes the signal
+    while it serves, sends it again once it has stopped, to this handler."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # signals reach the main thread only
+        return
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    terminated = False
+    try:
+        yield
+    except _Terminated:
+        terminated = True
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if terminated:
+        sys.stderr.flush()
+        signal.raise_signal(signal.SIGTERM)  # with the handler before ours (the default)
 
 
 def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
@@ -338,6 +241,7 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
             worker_timeout=args.worker_timeout,
         )
     try:
+        check_something_to_serve(service.voices, args.installed_voices, config)
         app = create_app(service, config, cache_dir=args.cache_dir)
         from yomiage.cli.runtime_info import log_voice_runtimes  # what runs each voice (-v)
         from yomiage.engine_spec import QUANTIZE
@@ -347,10 +251,10 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
         sock = bind(args.host, listen_port(args))
         host, port = sock.getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
-        serving = ", ".join(service.voices) or "no voice yet (install one: docs/voicevox.md)"
+        serving, skipped = serving_line(service.voices, args.installed_voices, config)
         print(
             f"yomiage serve: {serving} on http://{shown}:{port}/ "
-            f"(loaded in {time.perf_counter() - started:.1f} s; Ctrl-C stops)",
+            f"(loaded in {time.perf_counter() - started:.1f} s{skipped}; Ctrl-C stops)",
             file=sys.stderr,
             flush=True,
         )
@@ -367,7 +271,10 @@ def _serve(args: argparse.Namespace, config: ServerConfig) -> int:
             app.state.yomiage,
         )
         if args.access_log:  # on by default, also where the level hides uvicorn's other logs
-            logging.getLogger("uvicorn.access").setLevel(min(level, logging.INFO))
+            from yomiage.server import access_log
+
+            logging.getLogger(access_log.ACCESS_LOGGER).setLevel(min(level, logging.INFO))
+            access_log.install(query=args.access_log_query)
         server.run(sockets=[sock])
     finally:
         service.close()

@@ -59,6 +59,13 @@ def add_serve_arguments(p: argparse.ArgumentParser) -> None:
         default=True,
         help="one line per request on stderr (default on; --no-access-log for none)",
     )
+    net.add_argument(
+        "--access-log-query",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="show each request's query string in the access log (default off: VOICEVOX's "
+        "routes carry the text read there, shown as ?…)",
+    )
     voices = p.add_argument_group("voices on the wire")
     for name in ("default_voice", "voice_aliases", "warmup"):
         add_flag(voices, ServerConfig, name)

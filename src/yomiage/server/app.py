@@ -112,7 +112,7 @@ def create_app(
     )
     app.state.yomiage = state
     install_error_handlers(app)
-    app.add_middleware(GuardMiddleware, config=config)
+    app.add_middleware(GuardMiddleware, config=config, body_limits=state.body_limits)
     origins = [*config.cors_origins, *(["app://."] if config.cors_local_apps else [])]
     if origins:
         from starlette.middleware.cors import CORSMiddleware

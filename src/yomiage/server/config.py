@@ -260,3 +260,10 @@ class ServerConfig:
     def max_body_bytes(self) -> int:
         """Largest request body read: the input at 4 bytes a character, plus the other fields."""
         return self.max_input_chars * 4 + 64 * 1024
+
+    @property
+    def max_head_bytes(self) -> int:
+        """Largest request head (request line and header fields; 431 past it): a text of
+        ``max_input_chars`` in the URL at 12 bytes a character (VOICEVOX's routes take it
+        there, percent-encoded: 4 UTF-8 bytes of 3 each), plus 16 KiB of header fields."""
+        return self.max_input_chars * 12 + 16 * 1024

@@ -26,7 +26,19 @@ additions:
   kept its socket, and each whole WAV sent to one stayed in memory (ten
   clients: 1.6 GB).
 
-Bodies are timed in the app (:mod:`yomiage.server.request_body`).
+* a request head (request line and header fields) may be at most
+  ``max_head_bytes`` long; past that the server answers 431 and closes the socket,
+  without reading the rest. Neither parser had a limit of its own that held: one
+  64 MB header was read whole and answered 200 (ten at once took the process to
+  482 MB). With httptools the bytes are counted here as they come, up to the blank
+  line that ends the head; h11 counts its own buffer (``h11_max_incomplete_event_size``,
+  which :func:`~yomiage.server.runner.uvicorn_config` sets), and its refusal is
+  answered 431 here. A head that follows the previous request's body in the same
+  read (a pipelining client) is counted from the next read: at most one read
+  (256 KiB) more.
+
+Bodies are timed in the app (:mod:`yomiage.server.request_body`); the number of
+header fields is checked there too (:class:`~yomiage.server.middleware.GuardMiddleware`).
 """
 
 from __future__ import annotations
@@ -35,6 +47,7 @@ import asyncio
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -48,6 +61,8 @@ _ORDER = itertools.count()
 # client still sends meanwhile is dropped. Closed with the client's bytes unread, the
 # kernel resets the connection, and a client still sending loses the answer.
 LINGER_S = 2.0
+# The blank line that ends a request head (h11 and llhttp both take a bare LF too).
+_HEAD_END = re.compile(rb"\n\r?\n")
 
 
 def _raw_response(status: int, reason: str, message: str, code: str) -> bytes:
@@ -65,6 +80,7 @@ class _Guard:
     header_timeout: float = 20.0
     max_connections: int = 1000
     send_timeout: float = 60.0
+    max_head_bytes: int = 65536
     # uvicorn's protocol sets these:
     loop: asyncio.AbstractEventLoop
     transport: asyncio.Transport
@@ -188,6 +204,15 @@ class _Guard:
         transport.write_eof()
         self.loop.call_later(LINGER_S, transport.close)
 
+    def _refuse_head(self) -> None:
+        self._refuse(
+            431,
+            "Request Header Fields Too Large",
+            f"the request head (request line and header fields) is larger than "
+            f"{self.max_head_bytes} bytes",
+            "header_too_large",
+        )
+
     def _evict_idle(self) -> bool:
         """Close the oldest other connection that only waits for a request head."""
         idle = [
@@ -203,21 +228,97 @@ class _Guard:
         return True
 
 
+class _HttpToolsHead:
+    """The head's size for httptools, counted before the parser sees the bytes (it
+    gathers a header's value whole, however long, before it hands it on)."""
+
+    max_head_bytes: int
+    _refused: bool
+
+    _metering: bool = True  # the bytes now arriving belong to a request head
+    _head_bytes: int = 0
+    _head_begun: bool = False  # a byte other than the CR and LF a head may follow
+    _head_tail: bytes = b""  # the head's last two bytes so far (a blank line split across reads)
+
+    def data_received(self, data: bytes) -> None:
+        if self._metering and not self._refused and not self._meter(data):
+            cast(Any, self)._refuse_head()
+            return
+        cast(Any, super()).data_received(data)
+
+    def on_message_complete(self) -> None:
+        """httptools' callback: the request, body and all, is in; a new head comes next."""
+        cast(Any, super()).on_message_complete()
+        self._metering, self._head_bytes, self._head_begun, self._head_tail = True, 0, False, b""
+
+    def _meter(self, data: bytes) -> bool:
+        """Count what of ``data`` belongs to the head (up to its blank line); False once
+        the head is past ``max_head_bytes``."""
+        start = 0
+        if not self._head_begun:
+            start = len(data) - len(data.lstrip(b"\r\n"))
+            if start == len(data):
+                self._head_bytes += start
+                return self._head_bytes <= self.max_head_bytes
+            self._head_begun = True
+        tail = self._head_tail
+        end: int | None = None
+        across = _HEAD_END.search(tail + data[start : start + 2])
+        if across is not None:
+            end = start + across.end() - len(tail)
+        else:
+            within = _HEAD_END.search(data, start)
+            end = within.end() if within is not None else None
+        self._head_bytes += (len(data) if end is None else end) - start
+        if self._head_bytes > self.max_head_bytes:
+            return False
+        if end is None:
+            self._head_tail = (tail + data[start:])[-2:]
+        else:
+            self._metering = False  # the rest is its body, until on_message_complete
+        return True
+
+
+class _H11Head:
+    """h11 keeps the head in its own buffer, bounded by ``h11_max_incomplete_event_size``;
+    uvicorn answers any refusal of h11's 400: one for a head past the bound is a 431."""
+
+    max_head_bytes: int
+    conn: Any
+
+    def send_400_response(self, msg: str) -> None:
+        buffered, _ = self.conn.trailing_data
+        if len(buffered) > self.max_head_bytes:
+            cast(Any, self)._refuse_head()
+            return
+        cast(Any, super()).send_400_response(msg)
+
+
 def guarded_protocol(
     header_timeout: float,
     max_connections: int,
     send_timeout: float = 60.0,
     dropped: Callable[[], None] | None = None,
+    *,
+    max_head_bytes: int = 65536,
+    base: type[asyncio.Protocol] | None = None,
 ) -> type[asyncio.Protocol]:
-    """uvicorn's HTTP protocol with a request-head deadline, a send deadline and a
-    connection cap; pass it as ``uvicorn.Config(http=...)``. ``dropped`` is called for
-    each connection closed because its client did not read (the server's metric)."""
+    """uvicorn's HTTP protocol (``base``; default: httptools where it is installed, else
+    h11) with a request-head deadline and size limit, a send deadline and a connection
+    cap; pass it as ``uvicorn.Config(http=..., h11_max_incomplete_event_size=
+    max_head_bytes)``. ``dropped`` is called for each connection closed because its
+    client did not read (the server's metric)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    base = base or AutoHTTPProtocol
+    head = _H11Head if issubclass(base, H11Protocol) else _HttpToolsHead
     attributes: dict[str, Any] = {
         "header_timeout": header_timeout,
         "max_connections": max_connections,
         "send_timeout": send_timeout,
+        "max_head_bytes": max_head_bytes,
     }
     if dropped is not None:
         attributes["_dropped"] = staticmethod(dropped)
-    cls = type("GuardedHTTPProtocol", (_Guard, AutoHTTPProtocol), attributes)
+    cls = type("GuardedHTTPProtocol", (_Guard, head, base), attributes)
     return cast(type[asyncio.Protocol], cls)

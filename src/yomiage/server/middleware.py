@@ -4,11 +4,13 @@
 response began (uvicorn would send a text/plain 500), 503 while shutting
 down. :class:`MetricsMiddleware` counts every response by route template and
 status, times it to the last byte, and writes the access-log line uvicorn
-cannot for a client that left (499). :class:`GuardMiddleware` checks the Host
-header (DNS rebinding), the API key, that a state-changing request comes
+cannot for a client that left (499). :class:`GuardMiddleware` checks the number
+of header fields (their bytes are bounded in :mod:`yomiage.server.connections`),
+the Host header (DNS rebinding), the API key, that a state-changing request comes
 from no page or an allowed origin (a CORS "simple" request runs even though
 its page cannot read the answer), that a body is JSON, reads the body within
-its size and time limits, and adds the headers every response carries.
+its size (per route: a VOICEVOX query weighs more than a text) and time limits,
+and adds the headers every response carries.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
+import ipaddress
 import json
 import logging
+import re
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -44,6 +49,8 @@ access_log = logging.getLogger("uvicorn.access")
 PUBLIC_PATHS = frozenset({"/", "/playground/app.js", "/playground/style.css", "/health", "/ready"})
 # Methods that change nothing: any origin may send them (CORS decides what it reads).
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Header fields one request may carry (a browser sends ~20; Apache's default limit).
+MAX_HEADER_FIELDS = 100
 
 
 async def send_error(
@@ -132,12 +139,33 @@ class ShieldMiddleware:
             raise
 
 
-def _host_name(header: bytes) -> str:
-    """The name in a Host header, without its port: ``[::1]:8000`` -> ``::1``."""
+_PORT = re.compile(r"(?::[0-9]{0,5})?")
+
+
+def _host_name(header: bytes) -> str | None:
+    """The name in a Host header, without its port: ``[::1]:8000`` -> ``::1``; None when
+    the header is no host and port (``localhost:evil``: a name the allow-list knows,
+    with a port no client can have connected to)."""
     host = header.decode("latin-1").strip().lower()
     if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+        end = host.find("]")
+        if end < 0:
+            return None
+        name, port = host[1:end], host[end + 1 :]
+    elif host.count(":") == 1:
+        name, colon, port = host.partition(":")
+        port = colon + port
+    else:  # a bare IPv6 address, or a name without a port
+        name, port = host, ""
+    return name if _PORT.fullmatch(port) else None
+
+
+def _is_ip_address(name: str) -> bool:
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
 
 
 def _is_json(content_type: bytes) -> bool:
@@ -160,19 +188,37 @@ class GuardMiddleware:
     (415), body size (413), time (408) and nesting (400) limits, and defensive response
     headers."""
 
-    def __init__(self, app: ASGIApp, config: ServerConfig) -> None:
+    def __init__(
+        self, app: ASGIApp, config: ServerConfig, body_limits: Mapping[str, int] | None = None
+    ) -> None:
         self.app = app
         self.config = config
+        # Routes whose bodies weigh more than a text's (VOICEVOX's AudioQuery), by path;
+        # the routes fill it in as they are added (ServerState.body_limits).
+        self._body_limits = body_limits if body_limits is not None else {}
         key = config.api_key
         self._key = key.encode() if key else None
         self._any_host = "*" in config.allowed_hosts
         self._hosts = frozenset(h.lower().strip("[]") for h in config.allowed_hosts)
 
     def _host_allowed(self, header: bytes | None) -> bool:
-        if self._any_host or header is None:  # HTTP/1.0 without Host: no browser sends that
+        if header is None:  # HTTP/1.0 without Host: no browser sends that
             return True
         name = _host_name(header)
+        return name is not None and (self._any_host or self._host_listed(name))
+
+    def _host_listed(self, name: str) -> bool:
+        """Whether ``name`` is on the allow-list itself (``*`` lists none)."""
         return name in self._hosts or ("localhost" in self._hosts and name.endswith(".localhost"))
+
+    def _names_this_server(self, name: str) -> bool:
+        """Whether a page whose origin has the Host name ``name`` can only be one this
+        server sent: a listed name, a loopback name, or an IP address (a page on an
+        address is served from that address and port: here). Any other name may be a
+        DNS-rebinding page's own domain pointed at this server, which ``--allowed-host
+        '*'`` lets in but must not count as this server's origin."""
+        loopback = name == "localhost" or name.endswith(".localhost")
+        return loopback or _is_ip_address(name) or self._host_listed(name)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -189,6 +235,16 @@ class GuardMiddleware:
                 ]
             await send(message)
 
+        if len(scope["headers"]) > MAX_HEADER_FIELDS:  # their bytes are bounded by the parser's
+            await send_error(
+                guarded,
+                431,
+                f"the request has {len(scope['headers'])} header fields; at most "
+                f"{MAX_HEADER_FIELDS} are read",
+                "header_too_large",
+                {"Connection": "close"},
+            )
+            return
         if not self._host_allowed(headers.get(b"host")):
             await send_error(
                 guarded,
@@ -209,18 +265,19 @@ class GuardMiddleware:
             )
             return
         if scope["method"] not in SAFE_METHODS and not self._same_or_allowed_origin(headers):
+            own = " (or --allowed-host NAME, where it is this server's own name)"
             await send_error(
                 guarded,
                 403,
                 "this server does not take changes from pages on that origin; start it with "
-                "--cors-origin ORIGIN to allow one",
+                f"--cors-origin ORIGIN to allow one{own if self._any_host else ''}",
                 "origin_not_allowed",
             )
             return
         if scope["path"] in STREAMED_BODY_PATHS and scope["method"] == "POST":
             await self.app(scope, receive, guarded)  # the route reads it under its own limits
             return
-        limit = self.config.max_body_bytes
+        limit = self._body_limits.get(scope["path"], self.config.max_body_bytes)
         length = headers.get(b"content-length")
         json_body = _is_json(headers.get(b"content-type", b""))
         if length is not None and (not length.isdigit() or int(length) > limit):
@@ -277,7 +334,9 @@ class GuardMiddleware:
         name = origin.decode("latin-1").strip()
         host = headers.get(b"host", b"").decode("latin-1").strip().lower()
         if host and name.lower() in (f"http://{host}", f"https://{host}"):
-            return True
+            host_name = _host_name(host.encode("latin-1"))
+            if host_name is not None and self._names_this_server(host_name):
+                return True
         return self.config.origin_allowed(name)
 
     def _authorized(self, header: bytes) -> bool:

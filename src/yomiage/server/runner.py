@@ -34,16 +34,21 @@ def connection_cap(wanted: int) -> int:
 
 
 def uvicorn_config(app: Any, config: ServerConfig, **kwargs: Any) -> uvicorn.Config:
-    """uvicorn's settings for ``app``: request heads within ``config.header_timeout``,
-    responses taken within ``config.send_timeout``, at most ``config.max_connections``
-    sockets (:mod:`yomiage.server.connections`). Connections dropped for not reading
-    are counted in the app's metrics (``create_app``'s app)."""
+    """uvicorn's settings for ``app``: request heads within ``config.header_timeout`` and
+    ``config.max_head_bytes``, responses taken within ``config.send_timeout``, at most
+    ``config.max_connections`` sockets (:mod:`yomiage.server.connections`). Connections
+    dropped for not reading are counted in the app's metrics (``create_app``'s app).
+    ``http`` (a uvicorn protocol class) picks the parser; default: httptools where it
+    is installed, else h11."""
     state = getattr(getattr(app, "state", None), "yomiage", None)
     dropped = state.metrics.send_timeouts.inc if state is not None else None
     protocol = guarded_protocol(
-        config.header_timeout, config.max_connections, config.send_timeout, dropped
+        config.header_timeout, config.max_connections, config.send_timeout, dropped,
+        max_head_bytes=config.max_head_bytes, base=kwargs.pop("http", None),
+    )  # fmt: skip
+    return uvicorn.Config(
+        app, http=protocol, h11_max_incomplete_event_size=config.max_head_bytes, **kwargs
     )
-    return uvicorn.Config(app, http=protocol, **kwargs)
 
 
 class Server(uvicorn.Server):

@@ -32,6 +32,9 @@ class ServerState:
     loop: asyncio.AbstractEventLoop | None = None
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     cache_dir: Path | None = None  # the engine's cache (None: the default one)
+    # The largest body each route reads, where it is not config.max_body_bytes (the
+    # routes that take a VOICEVOX AudioQuery add theirs; GuardMiddleware reads it).
+    body_limits: dict[str, int] = field(default_factory=dict)
 
     @property
     def voices(self) -> Mapping[str, VoiceCard]:
@@ -47,11 +50,19 @@ class ServerState:
         return card
 
     def no_voice(self) -> APIError:
-        """The 404 for a request while no voice is loaded at all."""
-        how = (" install one (POST /aivm_models/install) or load one (POST "
-               "/aivm_models/{uuid}/load)" if self.config.models_dir is not None
-               else " start the server with --voice or --model")  # fmt: skip
-        return APIError(404, f"no voice is loaded;{how}", code="voice_not_found")
+        """The 404 for a request while no voice is loaded at all: it names only what this
+        server lets a client do about it (a route it has closed is no advice)."""
+        config = self.config
+        routes = config.models_dir is not None and "voicevox" in config.apis
+        if routes and config.model_api == "write":
+            how = ("install one (POST /aivm_models/install) or load an installed one (POST "
+                   "/aivm_models/{uuid}/load)")  # fmt: skip
+        elif routes and config.model_api == "read":
+            how = ("load an installed one (POST /aivm_models/{uuid}/load; GET /aivm_models "
+                   "lists them)")  # fmt: skip
+        else:
+            how = "start the server with --voice or --model"
+        return APIError(404, f"no voice is loaded; {how}", code="voice_not_found")
 
     @property
     def accepting(self) -> bool:

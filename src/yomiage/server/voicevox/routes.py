@@ -35,6 +35,7 @@ from yomiage.server.voicevox.http import (
     text_param,
     vox_router,
 )
+from yomiage.server.voicevox.query_size import MAX_QUERIES, QUERY_PATHS, query_body_limit
 from yomiage.server.voicevox.streaming_routes import add_streaming_routes
 from yomiage.server.voicevox.synthesis import VoxSynthesis
 from yomiage.server.voicevox.work import VoxWork
@@ -47,6 +48,8 @@ from yomiage.voicevox.engine_id import ENGINE_UUID, SUPPORTED_FEATURES
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle
 from yomiage.voicevox.kana import KanaError, kana_text, parse_kana
 from yomiage.voicevox.model import (
+    MAX_MORAS,
+    AccentPhrase,
     AudioQuery,
     QueryError,
     parse_accent_phrases,
@@ -57,7 +60,6 @@ from yomiage.voicevox.query import audio_query, retime, spec_of
 from yomiage.voicevox.synthesis import output_seconds, synthesis_options, wav_bytes
 
 log = logging.getLogger(__name__)
-MAX_QUERIES = 100  # AudioQueries in one /multi_synthesis
 # Routes of VOICEVOX for singing and morphing: no SBV2 voice can do them.
 UNSUPPORTED = (
     ("POST", "/sing_frame_audio_query"), ("POST", "/sing_frame_f0"),
@@ -74,6 +76,10 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     check_chars, check_text, check_cost = vox.check_chars, vox.check_text, vox.check_cost
     presets = PresetStore(state.config.presets_path)
     route = vox_router(app, state)
+    # A query weighs ~200 bytes a character: its routes read larger bodies than /tts.
+    state.body_limits.update(
+        dict.fromkeys(QUERY_PATHS, query_body_limit(state.config.max_input_chars))
+    )
 
     @route("GET", "/version")
     async def version(request: Request) -> Response:
@@ -138,10 +144,34 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         aivis = state.config.compat == "aivisspeech"
         return replace(query, tempoDynamicsScale=1.0) if aivis else query
 
+    def returnable(phrases: Sequence[AccentPhrase]) -> None:
+        """Accent phrases this server made for a text, if the routes that take phrases
+        would take them back: the moras of a text can outnumber its characters (㍿ is 7
+        moras, w is 4), so a text within ``--max-chars`` may make phrases past the
+        limits (413 here, where the text was sent, rather than at /synthesis)."""
+        # AivisSpeech's shape sends each pause as a mora of its phrase (phrases_out).
+        pauses_in_moras = state.config.compat == "aivisspeech"
+        moras = sum(len(p.moras) + (pauses_in_moras and p.pause_mora is not None)
+                    for p in phrases)  # fmt: skip
+        if moras > MAX_MORAS:
+            raise VoxError(413, f"the text makes {moras} moras; a query holds at most "
+                                f"{MAX_MORAS}: send it in parts")  # fmt: skip
+        spoken, limit = spoken_chars(phrases), state.config.max_input_chars
+        if spoken > limit:
+            raise VoxError(413, f"the text reads as {spoken} characters of kana; this server "
+                                f"reads {limit}: send it in parts")  # fmt: skip
+
+    def returnable_query(query: AudioQuery) -> AudioQuery:
+        """``query`` if ``/synthesis`` would take it back (:func:`returnable`, and the
+        audio it would make)."""
+        returnable(query.accent_phrases)
+        check_cost([query])
+        return query
+
     @route("POST", "/audio_query")
     async def make_audio_query(request: Request) -> Response:
         style = style_of(request)
-        query = await read(request, style, text_param(request, "text"))
+        query = returnable_query(await read(request, style, text_param(request, "text")))
         return json_response(vox.query_out(query))
 
     @route("POST", "/audio_query_from_preset")
@@ -154,7 +184,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         style = vox.styles.get(preset.style_id)
         if style is None:
             raise VoxError(422, f"preset {preset_id} names style {preset.style_id}, not loaded")
-        query = await read(request, style, text)
+        query = returnable_query(await read(request, style, text))
         scales = {k: v for k, v in preset.to_json().items()
                   if k not in ("id", "name", "speaker_uuid", "style_id")}  # fmt: skip
         return json_response({**vox.query_out(query), **scales})
@@ -196,6 +226,7 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             check_text(text, "text")
             return await retimed(request, style, _kana(text), "text")
         query = await read(request, style, text)
+        returnable(query.accent_phrases)
         return json_response(vox.phrases_out(query.accent_phrases))
 
     @route("POST", "/validate_kana")
