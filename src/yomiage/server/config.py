@@ -67,7 +67,8 @@ class ServerConfig:
 
     ``api_key``: when set, every route but ``/``, ``/health`` and ``/ready``
     needs ``Authorization: Bearer <key>``. ``max_input_chars``: longer input
-    gets 413. ``max_concurrency`` requests synthesize at once and up to
+    gets 413. ``max_concurrency`` requests synthesize at once, taking turns on the
+    engine call by call (so a short one is not held behind long ones), and up to
     ``max_queue`` wait (at most ``queue_timeout`` s); more get 429.
     ``cors_origins``: browser origins allowed to call the API, besides the
     local apps that ``cors_local_apps`` allows (VOICEVOX's ``localapps``
@@ -122,7 +123,8 @@ class ServerConfig:
         metavar="N", ge=1,
     )  # fmt: skip
     max_concurrency: int = setting(
-        2, "--max-concurrency", "requests synthesized at once (default %(default)s)",
+        8, "--max-concurrency",
+        "requests synthesized at once, sharing the engine call by call (default %(default)s)",
         metavar="N", ge=1,
     )  # fmt: skip
     max_queue: int = setting(

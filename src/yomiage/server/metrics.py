@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 RTF_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 5.0)
 
 LabelValues = tuple[str, ...]
+# Set in a request's ASGI scope when it was turned away before synthesis (its reason).
+_TURNED_AWAY = "yomiage.turned_away"
 
 
 def _escape(value: str) -> str:
@@ -270,12 +273,14 @@ class ServerMetrics:
         self.queue_limit = r.gauge("yomiage_queue_limit", "Requests allowed to wait for a slot.")
         self.rejected = r.counter(
             "yomiage_rejected_requests_total",
-            "Requests turned away before synthesis (queue_full, queue_timeout, not_ready).",
+            "Requests turned away before synthesis (queue_full, queue_timeout, not_ready, "
+            "shutting_down); not counted again in yomiage_errors_total.",
             ["reason"],
         )
         self.errors = r.counter(
             "yomiage_errors_total",
-            "Error responses by OpenAI error type, and failures after streaming began (stream).",
+            "Error responses by OpenAI error type (but the rejections counted apart), and "
+            "failures after streaming began (stream).",
             ["type"],
         )
         self.disconnects = r.counter(
@@ -308,6 +313,18 @@ class ServerMetrics:
                 callback=worker_restarts,
             )
         )
+
+    def turn_away(self, scope: MutableMapping[str, Any], reason: str) -> None:
+        """Count a request refused before synthesis (a full queue, a wait past the queue
+        timeout, a server not ready or stopping): the load it met, not a fault, so its
+        error response is left out of ``errors`` (see :meth:`turned_away`)."""
+        self.rejected.inc(reason)
+        scope[_TURNED_AWAY] = reason
+
+    @staticmethod
+    def turned_away(scope: MutableMapping[str, Any]) -> bool:
+        """Whether the request of ``scope`` was counted by :meth:`turn_away`."""
+        return _TURNED_AWAY in scope
 
     def render(self) -> str:
         return self.registry.render()

@@ -100,7 +100,7 @@ class MetricsMiddleware:
                                 status)  # fmt: skip
             self.metrics.requests.inc(label, scope["method"], str(status))
             self.metrics.latency.observe(time.perf_counter() - started, label)
-            if status >= 400:
+            if status >= 400 and not self.metrics.turned_away(scope):  # counted apart
                 from yomiage.server.errors import error_type
 
                 self.metrics.errors.inc(error_type(status))

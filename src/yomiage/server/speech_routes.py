@@ -190,7 +190,7 @@ async def _speak(
             param=text_param,
         )
     if not state.accepting:  # a worker restarting is waited for, like a queue
-        state.metrics.rejected.inc("not_ready")
+        state.metrics.turn_away(request.scope, "not_ready")
         raise state.not_ready()
     slot = await admit(state, request)
     heard_as_made = fmt.stream or sse  # else the client waits for the whole body
@@ -251,7 +251,7 @@ async def admit(state: ServerState, request: Request) -> Slot:
         state.metrics.disconnects.inc()
         raise APIError(499, "the client left while queued", code="client_closed_request")
     except Rejected as exc:
-        state.metrics.rejected.inc(exc.reason)
+        state.metrics.turn_away(request.scope, exc.reason)
         if exc.reason == "queue_full":
             raise APIError(
                 429, str(exc), code="server_busy", headers={"Retry-After": "1"}
