@@ -51,6 +51,7 @@ from yomiage.errors import (
 )
 from yomiage.server.voicevox.aivm_bundles import ConvertedBundles
 from yomiage.server.voicevox.aivm_voices import ModelVoices
+from yomiage.server.voicevox.hidden_paths import without_paths
 from yomiage.server.voicevox.http import VoxError, encoded_json, json_bytes, no_content, vox_router
 from yomiage.server.voicevox.install_receive import ReceivingSlots, fetch_watched, receive_form
 from yomiage.server.voicevox.shared_build import SharedBuild
@@ -73,10 +74,14 @@ _STATUS: tuple[tuple[type[BaseException], int], ...] = (
 
 
 def _answer(exc: Exception) -> Exception:
-    """The VoxError a store, fetch or loading failure answers with (``exc`` if none)."""
+    """The VoxError a store, fetch or loading failure answers with (``exc`` if none); its
+    message names files, not the server's folders (a loading error names the file it
+    read: :mod:`yomiage.server.voicevox.hidden_paths`)."""
+    if isinstance(exc, VoxError) and isinstance(exc.detail, str):
+        return VoxError(exc.status, without_paths(exc.detail))
     for kind, status in _STATUS:
         if isinstance(exc, kind):
-            return VoxError(status, str(exc))
+            return VoxError(status, without_paths(str(exc)))
     return exc
 
 
