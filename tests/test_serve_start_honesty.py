@@ -187,3 +187,24 @@ def test_the_access_log_shows_the_query_only_when_asked() -> None:
     )
     long = shown(True, "/audio_query?text=" + "%E3%81%82" * 4096)
     assert len(long) < MAX_TARGET_CHARS + 100 and "36882 characters" in long
+
+
+def test_ready_names_each_voice_plan_and_an_unmet_memory_budget(tmp_path: Path) -> None:
+    """ "no option fits the budget, the smallest taken" was said at INFO only; a server
+    whose voice runs over its budget answered /ready like any other."""
+    from dataclasses import replace
+
+    tts = TTS(threads=1, cache_dir=tmp_path / "cache").load("tiny", source=TEST_VOICES / "tiny")
+    with tts.prepare():
+        speaker = tts.speakers["tiny"]
+        assert speaker.plan is not None, "a CPU bundle runs by a plan"
+        with serve(tts, ServerConfig(warmup=False)) as running, running.client() as http:
+            fits = http.get("/ready").json()
+        assert fits["plans"] == {"tiny": speaker.plan.describe()} and "warnings" not in fits
+        # As a plan chosen where no option was predicted to fit the budget is.
+        speaker.plan = replace(speaker.plan, fits_budget=False)
+        with serve(tts, ServerConfig(warmup=False)) as running, running.client() as http:
+            over = http.get("/ready")
+    assert over.status_code == 200 and over.json()["plans"] == {"tiny": speaker.plan.describe()}
+    (warning,) = over.json()["warnings"]
+    assert "'tiny'" in warning and "memory budget" in warning

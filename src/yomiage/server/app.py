@@ -174,11 +174,21 @@ def _add_operations(app: FastAPI, state: ServerState) -> None:
     @app.get("/ready", tags=["operations"])
     async def ready() -> dict[str, Any]:
         """200 once every voice is loaded and warmed; 503 before, during a worker restart,
-        while shutting down, or if warm-up failed."""
+        while shutting down, or if warm-up failed. Says each voice's plan, and warns of
+        one that no plan was predicted to fit the memory budget for."""
         if not state.serving:
             raise state.not_ready()
         limit = state.config.max_input_chars
-        return {"status": "ready", "voices": list(state.voices), "max_input_chars": limit}
+        voices = state.voices
+        body = {"status": "ready", "voices": list(voices), "max_input_chars": limit}
+        plans = {name: card.plan for name, card in voices.items() if card.plan}
+        warnings = [
+            f"voice {name!r}: no plan was predicted to fit the memory budget; the lightest "
+            f"was taken: {card.plan}"
+            for name, card in voices.items() if not card.fits_budget
+        ]  # fmt: skip
+        return {**body, **({"plans": plans} if plans else {}),
+                **({"warnings": warnings} if warnings else {})}  # fmt: skip
 
     @app.get("/metrics", tags=["operations"])
     async def metrics() -> Response:

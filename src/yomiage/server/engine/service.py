@@ -46,6 +46,10 @@ class VoiceCard:
     # Where it was loaded from, as given to load (None: a catalog name, or not known):
     # an installed voice is one whose file is in the models folder.
     source: str | None = None
+    # The plan its graphs run by, in words (yomiage.runtime.plan; empty for a voice
+    # without one), and whether the plan was predicted to fit the memory budget.
+    plan: str = ""
+    fits_budget: bool = True
 
 
 @dataclass(frozen=True)
@@ -201,9 +205,11 @@ def _loaded(tts: TTS) -> Mapping[str, Speaker]:
 
 
 def _card(name: str, s: Speaker, source: str | None) -> VoiceCard:
+    plan = s.plan
     return VoiceCard(
         name, s.sample_rate, s.styles, dict(s.speaker_ids), s.runtime, s.credits,
-        dict(s.style_ids), source,
+        dict(s.style_ids), source, plan.describe() if plan is not None else "",
+        plan.fits_budget if plan is not None else True,
     )  # fmt: skip
 
 
