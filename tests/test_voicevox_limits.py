@@ -165,7 +165,7 @@ def test_an_over_long_audio_query_is_refused_before_any_synthesis(
 
 
 class _HeldPostProcessing:
-    """``wav_bytes`` that holds in its thread until the test lets it go (or the client
+    """``write_wav`` that holds in its thread until the test lets it go (or the client
     leaves), so what the server does meanwhile can be seen without timing anything."""
 
     def __init__(self) -> None:
@@ -173,9 +173,10 @@ class _HeldPostProcessing:
         self.release = threading.Event()
         self.released = False
         self.cancelled = False
-        self.real = vv_synthesis.wav_bytes
+        self.real = vv_synthesis.write_wav
 
-    def __call__(self, samples: Any, rate: int, query: Any, check: Any = None) -> bytes:
+    def __call__(self, out: Any, pieces: Any, rate: int, query: Any, *, peak: float,
+                 check: Any = None) -> None:  # fmt: skip
         self.entered.set()
         end = time.monotonic() + 20  # only breaks a deadlock (the old code: on the loop)
         while not self.release.is_set() and time.monotonic() < end:
@@ -187,14 +188,14 @@ class _HeldPostProcessing:
                     raise
             self.release.wait(0.01)
         self.released = self.release.is_set()
-        return self.real(samples, rate, query)
+        self.real(out, pieces, rate, query, peak=peak)
 
 
 def test_health_answers_while_voicevox_post_processing_runs(
     server: RunningServer, speaker: int, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held = _HeldPostProcessing()
-    monkeypatch.setattr("yomiage.server.voicevox.routes.wav_bytes", held)
+    monkeypatch.setattr("yomiage.server.voicevox.synthesis.write_wav", held)
     result: dict[str, int] = {}
 
     def synthesize() -> None:
@@ -216,7 +217,7 @@ def test_a_client_that_leaves_stops_its_voicevox_work(
     server: RunningServer, speaker: int, query: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     held = _HeldPostProcessing()
-    monkeypatch.setattr("yomiage.server.voicevox.routes.wav_bytes", held)
+    monkeypatch.setattr("yomiage.server.voicevox.synthesis.write_wav", held)
     before = server.metric("yomiage_client_disconnects_total")
     body = json.dumps(query).encode()
     head = (f"POST /synthesis?speaker={speaker} HTTP/1.1\r\nHost: 127.0.0.1\r\n"

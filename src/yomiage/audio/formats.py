@@ -12,7 +12,9 @@ from __future__ import annotations
 import io
 import struct
 import wave
+from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -81,17 +83,31 @@ def wav_header(sample_rate: int, n_samples: int | None = None) -> bytes:
 
 def encode(pcm: npt.NDArray[np.int16], sample_rate: int, fmt: str) -> bytes:
     """``pcm`` (mono int16) in the container ``fmt``."""
+    buffer = io.BytesIO()
+    write_blocks(buffer, [pcm], sample_rate, fmt)
+    return buffer.getvalue()
+
+
+def write_blocks(
+    out: BinaryIO, blocks: Iterable[npt.NDArray[np.int16]], sample_rate: int, fmt: str
+) -> None:
+    """Mono int16 ``blocks``, one after the other, into ``out`` (a seekable binary file)
+    in the container ``fmt``: what is held at once is one block, however long the
+    audio (a server writes a whole response so). Each reaches libsndfile in pieces of
+    at most :data:`WRITE_BLOCK` samples."""
     fmt = format_for("", fmt)
     if fmt == "pcm":
-        return pcm.astype("<i2").tobytes()
+        for block in blocks:
+            out.write(block.astype("<i2").tobytes())
+        return
     if fmt == "wav":
-        buffer = io.BytesIO()
-        with wave.open(buffer, "wb") as out:
-            out.setnchannels(1)
-            out.setsampwidth(2)
-            out.setframerate(sample_rate)
-            out.writeframes(pcm.astype("<i2").tobytes())
-        return buffer.getvalue()
+        with wave.open(out, "wb") as wav:  # its sizes are set when it closes
+            wav.setnchannels(1)
+            wav.setsampwidth(2)
+            wav.setframerate(sample_rate)
+            for block in blocks:
+                wav.writeframes(block.astype("<i2").tobytes())
+        return
     try:
         import soundfile
     except ImportError:
@@ -102,11 +118,10 @@ def encode(pcm: npt.NDArray[np.int16], sample_rate: int, fmt: str) -> bytes:
             + ", ".join(map(str, OPUS_RATES))
         )
     container, subtype = _SOUNDFILE[fmt]
-    buffer = io.BytesIO()
     try:
-        with soundfile.SoundFile(buffer, "w", sample_rate, 1, subtype, format=container) as out:
-            for start in range(0, len(pcm), WRITE_BLOCK):
-                out.write(pcm[start : start + WRITE_BLOCK])
+        with soundfile.SoundFile(out, "w", sample_rate, 1, subtype, format=container) as sound:
+            for block in blocks:
+                for start in range(0, len(block), WRITE_BLOCK):
+                    sound.write(block[start : start + WRITE_BLOCK])
     except (soundfile.LibsndfileError, TypeError, ValueError, RuntimeError) as exc:
         raise AudioFormatError(f"libsndfile cannot write {fmt} at {sample_rate} Hz") from exc
-    return buffer.getvalue()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import time
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from yomiage.audio import Audio, AudioChunk
+from yomiage.audio import AudioChunk
 from yomiage.server.encoding import OutputFormat, StreamEncoder
 from yomiage.server.engine.service import ChunkSource, SpeechService
 from yomiage.server.errors import APIError
@@ -29,6 +30,7 @@ from yomiage.server.failures import failure_response
 from yomiage.server.limits import Slot
 from yomiage.server.metrics import ServerMetrics
 from yomiage.server.middleware import send_error
+from yomiage.server.spool import AudioSpool, TempFileBody, remove, temp_file
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +54,19 @@ class ChunkPump:
     async def next(self) -> AudioChunk | None:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._step)
+
+    async def next_into(self, spool: AudioSpool) -> bool:
+        """The next chunk written to ``spool`` in the same thread (it never reaches the
+        event loop); False at the end."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, self._step_into, spool)
+
+    def _step_into(self, spool: AudioSpool) -> bool:
+        chunk = self._step()
+        if chunk is None:
+            return False
+        spool.add(chunk.samples)
+        return True
 
     def _step(self) -> AudioChunk | None:
         if self.started is None:
@@ -224,15 +239,33 @@ class SpeechResponse(Response):
         await self._done_event(send)
 
     async def _whole(self, send: Send) -> None:
+        """Made into a file chunk by chunk, encoded by the engine into another, sent from
+        there as the client takes it (:mod:`yomiage.server.spool`): the process never
+        holds the whole audio nor the whole body."""
         job = self.job
-        chunks = [job.first]
-        while (chunk := await job.pump.next()) is not None:
-            chunks.append(chunk)
-        audio = Audio.from_chunks(chunks, job.first.sample_rate)
         loop = asyncio.get_running_loop()
-        data = await loop.run_in_executor(job.executor, job.service.encode, audio, job.fmt)
-        await job.finish(complete=True)
-        await self._start(send, None if job.sse else len(data))
-        job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)
-        await self._body(send, data)
-        await self._done_event(send)
+        # The files are made here, not in the steps, so that they are removed whatever way
+        # a step ends (a client that leaves as a step returns leaves it running).
+        with AudioSpool(job.first.sample_rate) as spool:
+            await loop.run_in_executor(job.executor, spool.add, job.first.samples)
+            while await job.pump.next_into(spool):
+                pass
+            audio = spool.finish()
+            out = temp_file(f".{job.fmt.name}")
+            try:
+                await loop.run_in_executor(job.executor, job.service.encode, audio, job.fmt, out)
+            except BaseException:
+                remove(out)
+                raise
+        try:
+            body = await loop.run_in_executor(job.executor, TempFileBody, out)  # removes out
+        except BaseException:
+            remove(out)
+            raise
+        async with contextlib.aclosing(body.blocks()) as blocks:
+            await job.finish(complete=True)
+            await self._start(send, None if job.sse else body.size)
+            job.metrics.first_audio.observe(time.perf_counter() - job.received, job.route)
+            async for data in blocks:
+                await self._body(send, data)
+            await self._done_event(send)

@@ -9,7 +9,8 @@ import hashlib
 import io
 import json
 import wave
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import BinaryIO
 
 import numpy as np
 import numpy.typing as npt
@@ -56,34 +57,52 @@ def wav_bytes(
     its sampling rate and channels. Blocking (run it in a worker thread); ``check``
     is called between blocks and may raise to stop the work (its client left)."""
     peak = float(np.abs(samples).max()) if len(samples) else 0.0
+    block = int(rate * BLOCK_SECONDS)
+    pieces = (samples[start : start + block] for start in range(0, len(samples), block))
+    out = io.BytesIO()
+    write_wav(out, pieces, rate, query, peak=peak, check=check)
+    return out.getvalue()
+
+
+def write_wav(
+    out: BinaryIO,
+    pieces: Iterable[npt.NDArray[np.float32]],
+    rate: int,
+    query: AudioQuery,
+    *,
+    peak: float,
+    check: Callable[[], None] = lambda: None,
+) -> None:
+    """:func:`wav_bytes` of the audio ``pieces`` (in order; ``peak``: their largest
+    absolute sample) into ``out``, a seekable binary file, a piece at a time: memory
+    stays that of one piece however long the audio (a server reads them from a file)."""
     gain = np.float32(query.volumeScale / peak if peak > 0 else query.volumeScale)
     out_rate = query.outputSamplingRate
     resampler = Resampler(rate, out_rate) if out_rate != rate else None
     channels = 2 if query.outputStereo else 1
-    out = io.BytesIO()
     with wave.open(out, "wb") as w:
         w.setnchannels(channels)
         w.setsampwidth(2)
         w.setframerate(out_rate)
-        for block in _blocks(samples, rate, query, gain):
+        for block in _blocks(pieces, rate, query, gain):
             check()
             audio = resampler.process(block) if resampler is not None else block
             w.writeframes(pcm16(audio, channels))
         if resampler is not None:
             w.writeframes(pcm16(resampler.flush(), channels))
-    return out.getvalue()
 
 
 def _blocks(
-    samples: npt.NDArray[np.float32], rate: int, query: AudioQuery, gain: np.float32
+    pieces: Iterable[npt.NDArray[np.float32]], rate: int, query: AudioQuery, gain: np.float32
 ) -> Iterator[npt.NDArray[np.float32]]:
-    """The padded, scaled audio in blocks of :data:`BLOCK_SECONDS` (memory stays small
-    however long the audio, and the work can stop between two)."""
+    """The padded, scaled audio in blocks of at most :data:`BLOCK_SECONDS` (memory stays
+    small however long the audio, and the work can stop between two)."""
     block = int(rate * BLOCK_SECONDS)
     for pad in (query.prePhonemeLength, None, query.postPhonemeLength):
         if pad is None:
-            for start in range(0, len(samples), block):
-                yield samples[start : start + block].astype(np.float32) * gain
+            for piece in pieces:
+                for start in range(0, len(piece), block):
+                    yield piece[start : start + block].astype(np.float32) * gain
             continue
         silence = int(rate * pad / query.speedScale)
         for start in range(0, silence, block):

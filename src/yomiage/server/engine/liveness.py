@@ -63,9 +63,8 @@ def work_size(op: str, args: Sequence[Any]) -> float:
         return len(args[1])  # (voice, text, options)
     if op == "generate":
         return sum(len(p.phones) for p in args[1])  # (voice, reading, options)
-    if op == "encode":
-        audio = args[0]
-        return float(len(audio.samples) / max(int(audio.sample_rate), 1))
+    if op == "encode":  # (audio, fmt, out): seconds of audio
+        return float(args[0].seconds)
     if op == "warm":
         return len(WARMUP_TEXT)
     if op == "update_words":

@@ -24,7 +24,7 @@ from yomiage.engine_spec import EngineSpec
 from yomiage.errors import NotPreparedError, VoiceNotLoadedError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import VoiceCredits
-from yomiage.server.encoding import OutputFormat, encode_whole
+from yomiage.server.encoding import OutputFormat, SpooledAudio, encode_spooled
 from yomiage.speaker import Speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry
@@ -104,8 +104,10 @@ class SpeechService(Protocol):
         """A request's audio, a chunk at a time (nothing runs before the first)."""
         ...
 
-    def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
-        """A whole response in a container that libsndfile writes."""
+    def encode(self, audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
+        """A whole response, kept in a file as it was made, encoded into the file ``out``
+        (it exists; it is emptied) in blocks; the bytes written. Run where a crash of
+        libsndfile cannot take the server down."""
         ...
 
     def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
@@ -281,8 +283,8 @@ class LocalService:
     def open(self, request: EngineRequest) -> LocalChunkSource:
         return LocalChunkSource(self.tts, request)
 
-    def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
-        return encode_whole(audio, fmt)
+    def encode(self, audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
+        return encode_spooled(audio, fmt, out)
 
     def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
         frontend = self.tts.frontend

@@ -39,7 +39,7 @@ from typing import Any
 
 from yomiage.audio import Audio
 from yomiage.options import SynthesisOptions
-from yomiage.server.encoding import OutputFormat
+from yomiage.server.encoding import OutputFormat, SpooledAudio
 from yomiage.server.engine.liveness import Liveness, work_size
 from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.engine.worker_calls import (
@@ -137,9 +137,9 @@ class WorkerService:
     def open(self, request: EngineRequest) -> WorkerChunkSource:
         return WorkerChunkSource(self, request)
 
-    def encode(self, audio: Audio, fmt: OutputFormat) -> bytes:
-        data: bytes = call_retrying(self, "encode", audio, fmt)
-        return data
+    def encode(self, audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
+        size: int = call_retrying(self, "encode", audio, fmt, out)
+        return size
 
     def warm(self, voice: str) -> None:
         call_retrying(self, "warm", voice)

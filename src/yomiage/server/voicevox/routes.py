@@ -7,9 +7,7 @@ field means for an SBV2 voice is in ``docs/voicevox.md``.
 
 from __future__ import annotations
 
-import io
 import logging
-import time
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -19,9 +17,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from yomiage import __version__
-from yomiage.audio import Audio
 from yomiage.runtime.gpu import cuda_may_run
 from yomiage.server.config import Compat
+from yomiage.server.encoding import SpoolError
+from yomiage.server.spool import remove, temp_file, temp_file_response
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox.http import (
     VoxError,
@@ -57,7 +56,7 @@ from yomiage.voicevox.model import (
 )
 from yomiage.voicevox.presets import PresetStore, parse_preset
 from yomiage.voicevox.query import audio_query, retime, spec_of
-from yomiage.voicevox.synthesis import output_seconds, synthesis_options, wav_bytes
+from yomiage.voicevox.synthesis import synthesis_options
 
 log = logging.getLogger(__name__)
 # Routes of VOICEVOX for singing and morphing: no SBV2 voice can do them.
@@ -246,31 +245,6 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
     for path in ("/mora_data", "/mora_length", "/mora_pitch"):
         route("POST", path)(requery)
 
-    async def synthesize(
-        work: VoxWork, style: VoxStyle, query: AudioQuery, made: float
-    ) -> tuple[bytes, float]:
-        """One query's WAV and its seconds (``made``: seconds this request made before)."""
-        card = state.card(style.voice)
-        request = await vox.engine_request(work, style, query, early_audio=False)
-
-        def generate() -> tuple[Audio, float]:
-            # A stream, not one call, so that a client leaving stops the synthesis too.
-            started = time.perf_counter()
-            source = state.service.open(request)
-            work.when_cancelled(source.cancel)
-            try:
-                chunks = list(iter(source.next, None))
-            finally:
-                source.close()
-            return Audio.from_chunks(chunks, card.sample_rate), time.perf_counter() - started
-
-        audio, wall = await work.run(generate)
-        vox.count(style.voice, len(audio.samples) / card.sample_rate, wall)
-        seconds = output_seconds(len(audio.samples), card.sample_rate, query)
-        vox.check_made(made + seconds)
-        data = await work.run(lambda: wav_bytes(audio.samples, card.sample_rate, query, work.check))
-        return data, seconds
-
     @route("POST", "/synthesis")
     async def synthesis(request: Request) -> Response:
         style = style_of(request)
@@ -279,8 +253,8 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         query = vox.query_in(parse_audio_query(await json_body(request)))
         check_cost([query])
         async with VoxWork(state, request) as work:
-            data, _ = await synthesize(work, style, query, 0.0)
-        return Response(data, media_type="audio/wav")
+            wav, _ = await vox.synthesize(work, style, query, 0.0)
+        return await temp_file_response(wav, "audio/wav")
 
     @route("POST", "/multi_synthesis")
     async def multi_synthesis(request: Request) -> Response:
@@ -293,14 +267,23 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
             raise VoxError(422, "the queries ask for different sampling rates")
         check_cost(queries)
         async with VoxWork(state, request) as work:
-            wavs: list[bytes] = []
-            made = 0.0
-            for query in queries:
-                data, seconds = await synthesize(work, style, query, made)
-                wavs.append(data)
-                made += seconds
-            archive = await work.run(lambda: _zip(wavs, work.check))
-        return Response(archive, media_type="application/zip")
+            wavs: list[str] = []  # files, so that no WAV is held whole (server/spool.py)
+            try:
+                made = 0.0
+                for query in queries:
+                    wav, seconds = await vox.synthesize(work, style, query, made)
+                    wavs.append(wav)
+                    made += seconds
+                archive = temp_file(".zip")
+                try:
+                    await work.run(lambda: _zip(archive, wavs, work.check))
+                except BaseException:
+                    remove(archive)
+                    raise
+            finally:
+                for wav in wavs:
+                    remove(wav)
+        return await temp_file_response(archive, "application/zip")
 
     add_streaming_routes(route, state, vox, synthesis)
     for method, path in UNSUPPORTED:
@@ -311,14 +294,16 @@ def add_voicevox_routes(app: FastAPI, state: ServerState) -> None:
         route(method, path)(unsupported)
 
 
-def _zip(wavs: Sequence[bytes], check: Callable[[], None]) -> bytes:
-    """``/multi_synthesis``'s archive (blocking: compression takes a while)."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
-        for i, data in enumerate(wavs, start=1):
-            check()
-            archive.writestr(f"{i:03d}.wav", data)
-    return out.getvalue()
+def _zip(archive: str, wavs: Sequence[str], check: Callable[[], None]) -> None:
+    """``/multi_synthesis``'s archive of the WAV files ``wavs`` into the file ``archive``
+    (blocking: compression takes a while)."""
+    try:
+        with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+            for i, wav in enumerate(wavs, start=1):
+                check()
+                out.write(wav, f"{i:03d}.wav")
+    except OSError as exc:
+        raise SpoolError.of(exc) from None
 
 
 def _query_at(n: int, data: Any) -> AudioQuery:

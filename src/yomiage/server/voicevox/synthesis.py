@@ -3,12 +3,14 @@ any work, and a query turned into the engine request that reads it.
 
 ``/synthesis``, ``/multi_synthesis`` (:mod:`yomiage.server.voicevox.routes`) and
 ``/streaming_synthesis`` (:mod:`yomiage.server.voicevox.streaming_routes`) read
-a query the same way, so the same query gives the same audio on each.
+a query the same way, so the same query gives the same audio on each; the
+first two get their WAVs from :meth:`VoxSynthesis.synthesize`, in files.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,7 +18,9 @@ from fastapi import Request
 
 from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
 from yomiage.options import SynthesisOptions
+from yomiage.server.encoding import SpooledAudio, SpoolError
 from yomiage.server.engine.service import EngineRequest, VoiceCard
+from yomiage.server.spool import AudioSpool, remove, temp_file
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox.http import VoxError, int_param, invalid
 from yomiage.server.voicevox.work import VoxWork
@@ -26,7 +30,7 @@ from yomiage.voicevox.cost import estimated_seconds, spoken_chars
 from yomiage.voicevox.ids import VoxSpeaker, VoxStyle, vox_speakers
 from yomiage.voicevox.model import AccentPhrase, AudioQuery
 from yomiage.voicevox.query import audio_query, lengths_of, reading_of, sentences, structure
-from yomiage.voicevox.synthesis import synthesis_options
+from yomiage.voicevox.synthesis import output_seconds, synthesis_options, write_wav
 
 
 @dataclass(frozen=True)
@@ -169,6 +173,45 @@ class VoxSynthesis:
         lengths = _lengths(phrases, reading, query.speedScale)
         return EngineRequest(style.voice, text, options, early_audio, tuple(reading), lengths)
 
+    async def synthesize(
+        self, work: VoxWork, style: VoxStyle, query: AudioQuery, made: float
+    ) -> tuple[str, float]:
+        """One query's WAV in a temporary file (its path: the caller removes it) and its
+        seconds (``made``: seconds this request made before). The voice's audio goes to
+        a file as it comes and the WAV is written from there a block at a time, so the
+        server holds neither whole (:mod:`yomiage.server.spool`)."""
+        card = self.state.card(style.voice)
+        request = await self.engine_request(work, style, query, early_audio=False)
+        service = self.state.service
+
+        def generate(spool: AudioSpool) -> float:
+            # A stream, not one call, so that a client leaving stops the synthesis too.
+            started = time.perf_counter()
+            source = service.open(request)
+            work.when_cancelled(source.cancel)
+            try:
+                for chunk in iter(source.next, None):
+                    spool.add(chunk.samples)
+            finally:
+                source.close()
+            return time.perf_counter() - started
+
+        # The files are made here, not in the steps, so that they are removed whatever
+        # way a step ends (a client that leaves as a step returns leaves it running).
+        with AudioSpool(card.sample_rate) as spool:
+            wall = await work.run(lambda: generate(spool))
+            audio = spool.finish()
+            self.count(style.voice, audio.seconds, wall)
+            seconds = output_seconds(audio.length, card.sample_rate, query)
+            self.check_made(made + seconds)
+            path = temp_file(".wav")
+            try:
+                await work.run(lambda: _write_wav(path, audio, query, work.check))
+            except BaseException:
+                remove(path)
+                raise
+        return path, seconds
+
     def count(self, voice: str, seconds: float, wall: float) -> None:
         """The audio made, in the same metrics as the speech routes'."""
         metrics = self.state.metrics
@@ -176,6 +219,17 @@ class VoxSynthesis:
         metrics.synthesis_seconds.inc(voice, amount=wall)
         if seconds > 0:
             metrics.rtf.observe(wall / seconds, voice)
+
+
+def _write_wav(
+    path: str, audio: SpooledAudio, query: AudioQuery, check: Callable[[], None]
+) -> None:
+    """The WAV of ``query`` for the voice's ``audio`` into the file ``path`` (blocking)."""
+    try:
+        with open(path, "wb") as out:
+            write_wav(out, audio.blocks(), audio.sample_rate, query, peak=audio.peak, check=check)
+    except OSError as exc:
+        raise SpoolError.of(exc) from None
 
 
 def _lengths(
