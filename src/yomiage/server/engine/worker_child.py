@@ -13,6 +13,7 @@ begun it is sent again to the next one (:mod:`yomiage.server.engine.worker_retry
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import pickle
 import signal
@@ -23,6 +24,8 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from yomiage.errors import YomiageError
+from yomiage.lifeline import die_with_parent
+from yomiage.progress import progress_to
 from yomiage.server.engine.service import ChunkSource, SpeechService
 from yomiage.server.engine.worker_logging import LogLevels
 
@@ -50,12 +53,19 @@ def _portable(exc: BaseException) -> BaseException:
 def worker_main(conn: Connection, factory: ServiceFactory, log_levels: LogLevels) -> None:
     """The child: build the service, then answer the parent's calls until the pipe closes."""
     # The parent owns the terminal's Ctrl-C and the service manager's SIGTERM
-    # (both reach the whole process group): the child stops when its pipe closes.
+    # (both reach the whole process group): the child stops when its pipe closes,
+    # or, while it loads and reads no pipe, when the parent is gone (a SIGTERM before
+    # the server was up left the worker, and the plan it was measuring, running).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid is not None:
+        die_with_parent(parent.pid, kernel=False)  # restarted from a thread that ends
     log_levels.apply()
     try:
-        service = factory()
+        # Each step of a long load (a plan measured) moves the parent's deadline.
+        with progress_to(lambda message: conn.send(("progress", message))):
+            service = factory()
         voices = dict(service.voices)
     except BaseException as exc:
         # The parent reports the error in one line; its traceback is for -v.

@@ -1,4 +1,10 @@
-"""Start one worker process for :mod:`yomiage.server.engine.worker` and wait until it is ready."""
+"""Start one worker process for :mod:`yomiage.server.engine.worker` and wait until it is ready.
+
+The wait is bounded by the time since the worker last made progress, not since it
+started: a first load that measures its plan reports each step
+(:mod:`yomiage.progress`), and took 989 s on a busy 2-core machine against a fixed
+limit of 900 s, so the start failed, and every retry measured from the first step.
+"""
 
 from __future__ import annotations
 
@@ -23,8 +29,9 @@ def spawn_worker(
 ) -> tuple[Connection, Any, Mapping[str, VoiceCard]]:
     """A child running :func:`worker_main`, once its engine is built: the parent's end
     of its pipe, the process and its voices. Raises WorkerStartError (or the child's
-    own YomiageError, such as a ModelLoadError) when it does not start within
-    ``timeout`` seconds; nothing is left running then."""
+    own YomiageError, such as a ModelLoadError) when it makes no progress for
+    ``timeout`` seconds (since it started or last reported a step of its load);
+    nothing is left running then."""
     parent, child = context.Pipe(duplex=True)
     process = context.Process(
         target=worker_main,
@@ -36,23 +43,32 @@ def spawn_worker(
     child.close()
     deadline = time.monotonic() + timeout
     try:
-        while not parent.poll(0.2):
-            if not process.is_alive():
-                raise WorkerStartError(
-                    "the synthesis worker died while loading the voices "
-                    f"({describe_exit(process.exitcode)})"
-                )
-            if time.monotonic() > deadline:
-                process.kill()
-                raise WorkerStartError(f"the synthesis worker did not load within {timeout:g} s")
-        kind, payload = parent.recv()
+        while True:
+            if not parent.poll(0.2):
+                if not process.is_alive():
+                    raise WorkerStartError(
+                        "the synthesis worker died while loading the voices "
+                        f"({describe_exit(process.exitcode)})"
+                    )
+                if time.monotonic() > deadline:
+                    process.kill()
+                    raise WorkerStartError(
+                        f"the synthesis worker made no progress loading for {timeout:g} s"
+                    )
+                continue
+            kind, payload = parent.recv()
+            if kind != "progress":
+                break
+            deadline = time.monotonic() + timeout
     except (EOFError, OSError):
         process.join(timeout=5)
         raise WorkerStartError(
             f"the synthesis worker died while loading ({describe_exit(process.exitcode)})"
         ) from None
-    except BaseException:
+    except BaseException:  # SIGTERM (serve raises it here), Ctrl-C: the worker goes too
         parent.close()
+        process.kill()
+        process.join(timeout=5)
         raise
     if kind != "ready":
         parent.close()

@@ -1,0 +1,45 @@
+"""Worker factories for the supervisor's start tests (tests/test_measuring_lifecycle.py):
+a load that takes long, reporting its steps or not, and one that measures a plan step
+again and again (a test stops one of those processes to hold the load there).
+
+Module-level functions, so ``functools.partial`` of them pickles into a spawned worker.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+TINY = Path(__file__).parent / "data" / "voices" / "tiny"
+
+
+class NoVoices:
+    """What a worker needs of its service until its parent calls it: no voices."""
+
+    voices: dict[str, Any] = {}  # noqa: RUF012 - read only
+
+
+def long_load(seconds: float, every: float | None) -> NoVoices:
+    """A load of ``seconds``, reporting a step every ``every`` seconds (None: never)."""
+    from yomiage.progress import report_progress
+
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if every is not None:
+            report_progress("a step of a long load")
+        time.sleep(every or 0.2)
+    return NoVoices()
+
+
+def measuring() -> NoVoices:
+    """A load that measures the tiny decoder in a measuring process, again and again."""
+    from yomiage.runtime.plan_measure import _child
+
+    args = {"what": "decoder", "engine": "onnxruntime", "precision": "f32",
+            "decoder": str(TINY / "decoder.onnx"), "bundle": str(TINY), "bert": str(TINY / "bert"),
+            "tokenizer": None, "bert_precision": "q8", "threads": 1, "thread_choices": [1],
+            "threads_length": 47, "context": 15, "compiled_dir": None,
+            "lengths": [23, 31, 47, 79, 143, 271, 527]}  # fmt: skip
+    while True:
+        _child(args)
