@@ -72,6 +72,9 @@ class _Transport:
     def abort(self) -> None:
         self.aborted = True
 
+    def get_extra_info(self, name: str) -> None:
+        return None  # no socket: the buffer above is all the client has not taken
+
 
 class _Uvicorn:
     """What the guard calls of uvicorn's protocol."""
@@ -300,6 +303,26 @@ def test_a_client_that_reads_slowly_gets_all_of_a_whole_wav(tts: TTS) -> None:
             assert length > 6 << 20  # twice what the kernel holds: it waited on the reader
             assert len(body) == length
         assert server.metric("yomiage_send_timeouts_total") == 0
+
+
+def test_a_client_reading_20_kb_a_second_keeps_its_stream(tts: TTS) -> None:
+    """Issue 49 (reliability D14): two /tts streams read at 13 kB/s were dropped by the
+    send deadline: the kernel's send buffer took what they read, so the transport's
+    buffer, all that was counted, did not shrink. What the kernel still holds counts."""
+    body = {"text": TEXT, "stream": True}
+    with (
+        _serving(tts, send_timeout=1.0) as server,
+        _never_reads(server.address, "/tts", body) as sock,
+    ):
+        sock.settimeout(GUARD)
+        taken, end = 0, time.monotonic() + 6  # six deadlines
+        while time.monotonic() < end:
+            time.sleep(0.05)
+            chunk = sock.recv(1024)  # 20 kB/s at most
+            assert chunk, f"closed after {taken} bytes"
+            taken += len(chunk)
+        assert server.metric("yomiage_send_timeouts_total") == 0
+        assert server.metric("yomiage_in_flight_requests") == 1  # still streaming
 
 
 def test_serve_drops_a_client_that_never_reads(test_voice: Path) -> None:

@@ -4,7 +4,7 @@ uvicorn times out idle keep-alive connections but not a client that opens a
 socket and sends its request head a byte at a time, or nothing at all: a
 probe held 19,985 such sockets until the process ran out of file
 descriptors and ``/health`` stopped answering. :func:`guarded_protocol`
-makes uvicorn's HTTP protocol class (httptools, or h11 without it) with two
+makes uvicorn's HTTP protocol class (httptools, or h11 without it) with these
 additions:
 
 * a request head (request line and headers) must be complete within
@@ -24,8 +24,11 @@ additions:
   freed), which the app sees as the client leaving: the synthesis stops and
   its slot is freed. A client that never read held a slot for as long as it
   kept its socket, and each whole WAV sent to one stayed in memory (ten
-  clients: 1.6 GB).
-
+  clients: 1.6 GB). What the client took is counted where it shows first: the
+  bytes the kernel still holds for it (Linux's ``SIOCOUTQ``: sent and not yet
+  acknowledged, or not yet sent) besides the transport's buffer, which shrinks
+  only once the kernel's has room for a whole write (counted by the transport's
+  buffer alone, a client reading 13 kB/s was dropped);
 * a request head (request line and header fields) may be at most
   ``max_head_bytes`` long; past that the server answers 431 and closes the socket,
   without reading the rest. Neither parser had a limit of its own that held: one
@@ -48,6 +51,8 @@ import itertools
 import json
 import logging
 import re
+import struct
+import sys
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -61,6 +66,14 @@ _ORDER = itertools.count()
 # client still sends meanwhile is dropped. Closed with the client's bytes unread, the
 # kernel resets the connection, and a client still sending loses the answer.
 LINGER_S = 2.0
+# The ioctl that reads how many bytes a socket's kernel send queue holds (Linux only).
+if sys.platform.startswith("linux"):
+    import fcntl
+    import termios
+
+    _SIOCOUTQ: int | None = termios.TIOCOUTQ  # the same request for a socket
+else:
+    _SIOCOUTQ = None
 # The blank line that ends a request head (h11 and llhttp both take a bare LF too).
 _HEAD_END = re.compile(rb"\n\r?\n")
 
@@ -141,7 +154,7 @@ class _Guard:
     def pause_writing(self) -> None:
         cast(Any, super()).pause_writing()
         if self._send_timer is None:
-            self._unsent = self.transport.get_write_buffer_size()
+            self._unsent = self._untaken()
             self._send_timer = self.loop.call_later(self.send_timeout, self._send_expired)
 
     def resume_writing(self) -> None:
@@ -156,9 +169,9 @@ class _Guard:
     def _send_expired(self) -> None:
         """The client had ``send_timeout`` s to take some of what waits for it."""
         self._send_timer = None
-        unsent = self.transport.get_write_buffer_size()
-        if unsent == 0:  # all taken; resume_writing comes next
+        if self.transport.get_write_buffer_size() == 0:  # all passed on; resume_writing next
             return
+        unsent = self._untaken()
         if unsent < self._unsent:  # it took some: a slow reader, not a stalled one
             self._unsent = unsent
             self._send_timer = self.loop.call_later(self.send_timeout, self._send_expired)
@@ -170,6 +183,19 @@ class _Guard:
         )  # fmt: skip
         self._dropped()
         self.transport.abort()  # frees the buffer; the app sees the client leave
+
+    def _untaken(self) -> int:
+        """Bytes of the response its client has not taken: the transport's buffer, and
+        the socket's send queue in the kernel where it can be read (Linux)."""
+        waiting = self.transport.get_write_buffer_size()
+        sock = self.transport.get_extra_info("socket")
+        if _SIOCOUTQ is None or sock is None:
+            return waiting
+        try:
+            queued = fcntl.ioctl(sock.fileno(), _SIOCOUTQ, b"\0\0\0\0")
+        except (OSError, ValueError):  # not a TCP socket, or closed meanwhile
+            return waiting
+        return waiting + int(struct.unpack("i", queued)[0])
 
     def _arm(self) -> None:
         if self._head_timer is not None:
