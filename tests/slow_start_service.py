@@ -7,6 +7,7 @@ Module-level functions, so ``functools.partial`` of them pickles into a spawned 
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -21,13 +22,13 @@ class NoVoices:
 
 
 def long_load(seconds: float, every: float | None) -> NoVoices:
-    """A load of ``seconds``, reporting a step every ``every`` seconds (None: never)."""
-    from yomiage.progress import report_progress
-
+    """A load of ``seconds``, reporting a step every ``every`` seconds (None: never), as
+    :func:`yomiage.progress.report_progress` does (its logger, named here so that these
+    loads run the same on a version without that module, as a regression test's do)."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if every is not None:
-            report_progress("a step of a long load")
+            logging.getLogger("yomiage.progress").debug("a step of a long load")
         time.sleep(every or 0.2)
     return NoVoices()
 
@@ -43,3 +44,16 @@ def measuring() -> NoVoices:
             "lengths": [23, 31, 47, 79, 143, 271, 527]}  # fmt: skip
     while True:
         _child(args)
+
+
+class LoadingService(NoVoices):
+    """A service whose voices take ``source`` seconds to load, reporting a step each
+    half second (the name ``"silent"``: reporting nothing)."""
+
+    def load_voice(self, name: str, source: str, *, warm: bool = True) -> dict[str, Any]:
+        long_load(float(source), None if name == "silent" else 0.5)
+        return {}
+
+
+def loading_service() -> LoadingService:
+    return LoadingService()

@@ -294,3 +294,28 @@ def test_a_real_worker_reporting_progress_outlives_the_limit() -> None:
     with pytest.raises(WorkerStartError, match="no progress loading for 3 s"):
         spawn_worker(context, functools.partial(slow_start_service.long_load, 60.0, None),
                      LogLevels(), 0, 3.0)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_voice_loaded_while_serving_that_reports_progress_outlives_the_limit() -> None:
+    """A voice installed while serving (a full-size AIVMX measures its plan) was bounded
+    by the same fixed limit; now its deadline moves on with each step it reports."""
+    from yomiage.server.engine.liveness import Liveness
+    from yomiage.server.engine.worker import WorkerService
+
+    service = WorkerService(slow_start_service.loading_service, start_timeout=5.0,
+                            liveness=Liveness(call_timeout=3.0))  # fmt: skip
+    try:
+        assert service.load_voice("measured", "12") == {}
+        assert service.hangs == 0
+    finally:
+        service.close()
+
+
+def test_the_services_here_report_on_the_progress_logger() -> None:
+    from yomiage.progress import PROGRESS_LOGGER, progress_to
+
+    said: list[str] = []
+    with progress_to(said.append):
+        slow_start_service.long_load(0.3, 0.1)
+    assert said and PROGRESS_LOGGER == "yomiage.progress"

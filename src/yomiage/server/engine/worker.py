@@ -295,9 +295,13 @@ class WorkerService:
             while True:
                 call_id, ok, value = generation.conn.recv()
                 with self._lock:
-                    if ok is None:  # not an answer: the child began the call
-                        if call_id in generation.calls:
-                            generation.calls[call_id].started = True
+                    if ok is None:  # not an answer: the child began the call, or (a
+                        # value) a voice it loads moved on a step: the load's deadline too
+                        began = generation.calls.get(call_id)
+                        if began is not None:
+                            began.started = True
+                            if value is not None:
+                                began.deadline = time.monotonic() + self._start_timeout
                         continue
                     call = generation.calls.pop(call_id, None)
                 if call is not None:

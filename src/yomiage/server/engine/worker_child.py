@@ -12,6 +12,7 @@ begun it is sent again to the next one (:mod:`yomiage.server.engine.worker_retry
 
 from __future__ import annotations
 
+import functools
 import logging
 import multiprocessing
 import os
@@ -109,7 +110,9 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                     closing.close()
             elif op == "load_voice":  # (name, source, warm): the voices now loaded
                 name, voice_source, warm = args
-                value = dict(service.load_voice(name, voice_source, warm=warm))
+                # Each step of a long load (a plan measured) moves the call's deadline.
+                with progress_to(functools.partial(reply, call_id, None)):
+                    value = dict(service.load_voice(name, voice_source, warm=warm))
             elif op == "unload_voice":
                 value = dict(service.unload_voice(*args))
             elif op in (
