@@ -69,9 +69,11 @@ def engine_service(flags: dict[str, Any]) -> LocalService:
     """
     from yomiage.cli.engine_options import engine_spec
     from yomiage.limits import Limits
+    from yomiage.server.engine import request_logs
     from yomiage.server.engine.load_journal import LoadJournal
     from yomiage.server.engine.service import warmed_service
 
+    request_logs.install()  # the engine warns per sentence: once per request is enough
     args = argparse.Namespace(**flags)
     limits = Limits(max_request_seconds=args.max_audio_seconds)
     spec = engine_spec(args, limits=limits, voices=named_voices(args))

@@ -25,6 +25,7 @@ from yomiage.errors import NotPreparedError, VoiceNotLoadedError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import VoiceCredits
 from yomiage.server.encoding import OutputFormat, SpooledAudio, encode_spooled
+from yomiage.server.engine.request_logs import RequestLogs, for_request
 from yomiage.speaker import Speaker
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry
@@ -157,9 +158,10 @@ class LocalChunkSource:
         self._lock = threading.Lock()
         self._chunks: Iterator[AudioChunk] | None = None
         self._closed = False
+        self._logs = RequestLogs()  # a warning once per request, not once per sentence
 
     def next(self) -> AudioChunk | None:
-        with self._lock:
+        with self._lock, for_request(self._logs):
             if self._closed:
                 return None
             if self._chunks is None:
@@ -185,6 +187,7 @@ class LocalChunkSource:
             close = getattr(self._chunks, "close", None)
             if close is not None:
                 close()
+        self._logs.close()
 
 
 def _speaker(tts: TTS, voice: str) -> Speaker:
@@ -288,10 +291,15 @@ class LocalService:
 
     def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
         frontend = self.tts.frontend
-        return [
-            SentenceReading(phonemes, timings, tuple(frontend.accent_phrases(phonemes)))
-            for phonemes, timings in _speaker(self.tts, voice).predict(text, options)
-        ]
+        logs = RequestLogs()
+        try:
+            with for_request(logs):
+                return [
+                    SentenceReading(phonemes, timings, tuple(frontend.accent_phrases(phonemes)))
+                    for phonemes, timings in _speaker(self.tts, voice).predict(text, options)
+                ]
+        finally:
+            logs.close()
 
     def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
         return _speaker(self.tts, voice).generate_reading(reading, options)
