@@ -9,9 +9,9 @@ counts its deadline from the last report (:func:`progress_to`; the server's
 worker does, ``server/engine/worker_child.py``). A step that hangs still ends:
 each measuring or making process has a time limit of its own.
 
-Reports travel on the :data:`PROGRESS_LOGGER` logger at DEBUG, so a process with
-no waiter pays nothing for them and its user's log does not repeat the lines
-that say the same at WARNING.
+Reports travel on the :data:`PROGRESS_LOGGER` logger, to its listeners alone, so
+a process with no waiter pays next to nothing for them and its user's log does
+not repeat the lines that say the same at WARNING.
 """
 
 from __future__ import annotations
@@ -26,25 +26,30 @@ PROGRESS_LOGGER = "yomiage.progress"
 
 def report_progress(message: str) -> None:
     """Say that a long step of a load began or ended (``message`` says which)."""
-    logging.getLogger(PROGRESS_LOGGER).debug(message)
+    _logger().debug(message)
 
 
 @contextmanager
 def progress_to(listener: Callable[[str], None]) -> Iterator[None]:
     """Within the block, hand every report of this process to ``listener`` (from the
-    thread that reports, one at a time), and to it alone."""
-    logger = logging.getLogger(PROGRESS_LOGGER)
+    thread that reports, one at a time)."""
+    logger = _logger()
     handler = _Listener(listener)
-    level, propagate = logger.level, logger.propagate
     logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
     try:
         yield
     finally:
         logger.removeHandler(handler)
-        logger.setLevel(level)
-        logger.propagate = propagate
+
+
+def _logger() -> logging.Logger:
+    """The reports' logger: every report reaches its listeners, and only them (the user's
+    log has the same news at WARNING from whoever reports). Set each time, the same
+    way, so that no caller has to undo it."""
+    logger = logging.getLogger(PROGRESS_LOGGER)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    return logger
 
 
 class _Listener(logging.Handler):
