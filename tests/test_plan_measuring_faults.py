@@ -441,3 +441,17 @@ def test_no_option_fitting_the_budget_is_said_at_warning(
     assert any(r.levelno == logging.WARNING and "no option fits the budget" in r.getMessage()
                for r in caplog.records)  # fmt: skip
     assert not plan.fits_budget  # for /ready to say so
+
+
+def test_a_plan_kept_before_its_steps_were_is_used_as_it_is(
+    tmp_path: Path, big_voice: VoiceManifest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An upgrade does not measure again: a file of c453008 holds no steps."""
+    use(monkeypatch, Children())
+    plan = planner(tmp_path).plan_for(big_voice)
+    (path,) = (tmp_path / "plans").glob("*.json")
+    data = json.loads(path.read_text())
+    del data["steps"], data["retry"]
+    path.write_text(json.dumps(data))
+    again = use(monkeypatch, Children())
+    assert planner(tmp_path).plan_for(big_voice) == plan and again.asked == []

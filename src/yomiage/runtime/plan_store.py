@@ -49,8 +49,9 @@ log = logging.getLogger(__name__)
 # is timed on each engine it may run on, and OpenVINO's whole peak measured with it
 # (runtime/flow_lengths.py). 10: OpenVINO's decoder is compiled into the cache before it
 # is measured, so its memory is that of a voice loading it from there (plan_worker.py).
-# 11: each measuring step's outcome is kept as it ends (plan_steps.py).
-FORMAT_VERSION = 11
+# (Each measuring step's outcome kept beside the measurements, plan_steps.py, changed
+# neither: a file from before holds no steps and is read as it was.)
+FORMAT_VERSION = 10
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
