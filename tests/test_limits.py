@@ -170,12 +170,23 @@ def test_cancel_while_waiting_for_the_gate(tts: TTS) -> None:
         except BaseException as exc:
             errors.append(exc)
 
-    with gate._slots:  # the one slot is busy
-        waiter = threading.Thread(target=wait_for_gate)
-        waiter.start()
-        started.wait()
-        cancel.set()
-        waiter.join(timeout=5)
+    release, busy = threading.Event(), threading.Semaphore(0)
+    holders = [
+        threading.Thread(target=gate.run, args=(lambda: (busy.release(), release.wait(10)),))
+        for _ in range(gate.slots)
+    ]
+    for holder in holders:
+        holder.start()
+    for _ in holders:  # every slot is busy
+        assert busy.acquire(timeout=10)
+    waiter = threading.Thread(target=wait_for_gate)
+    waiter.start()
+    started.wait()
+    cancel.set()
+    waiter.join(timeout=5)
+    release.set()
+    for holder in holders:
+        holder.join(timeout=10)
     assert not waiter.is_alive()
     assert len(errors) == 1 and isinstance(errors[0], Cancelled)
 

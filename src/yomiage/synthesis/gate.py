@@ -85,6 +85,12 @@ class ComputeGate:
         with self._lock:
             return len(self._queue)
 
+    @property
+    def running(self) -> int:
+        """Calls holding a slot now."""
+        with self._lock:
+            return self.slots - self._free
+
     def run(
         self,
         fn: Callable[..., T],
