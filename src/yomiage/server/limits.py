@@ -2,7 +2,11 @@
 
 A request beyond both is refused at once (429 with ``Retry-After``), and one
 that waits longer than the queue timeout gives up (503), so load can never
-pile up without bound. Used from the event loop only.
+pile up without bound. The requests admitted share the engine call by call
+(:mod:`yomiage.synthesis.gate`), so the limit bounds what the server holds and
+how many take turns, not who gets the compute: a short request admitted beside
+long ones is answered in about its own compute times the requests running.
+Used from the event loop only.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ in the server's worker threads; :class:`SpeechResponse` sends its audio
 (streamed or whole, raw or as server-sent events) while watching for the
 client to leave, and on every way out cancels and closes the source (waiting
 for the window in progress) before it frees the request's slot, so the
-in-flight count means compute still running.
+in-flight count means compute still running. A whole response goes through
+files, never whole in memory (:mod:`yomiage.server.spool`).
 """
 
 from __future__ import annotations
