@@ -44,10 +44,10 @@ def temp_file(suffix: str) -> str:
     return path
 
 
-def remove(path: str | None) -> None:
-    if path is not None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+def remove(path: str) -> None:
+    """Remove the file at ``path``, if it is still there."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 class AudioSpool:
