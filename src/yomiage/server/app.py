@@ -28,6 +28,7 @@ from yomiage.server.config import LOCAL_APP_ORIGINS, ServerConfig
 from yomiage.server.dictionary_routes import add_dictionary_routes
 from yomiage.server.engine.service import LocalService, SpeechService
 from yomiage.server.errors import install as install_error_handlers
+from yomiage.server.idle_memory import IdleTrim
 from yomiage.server.limits import AdmissionGate
 from yomiage.server.metrics import CONTENT_TYPE, ServerMetrics
 from yomiage.server.middleware import GuardMiddleware, MetricsMiddleware, ShieldMiddleware
@@ -125,7 +126,7 @@ def create_app(
             allow_headers=["Authorization", "Content-Type"],
             expose_headers=["X-Sample-Rate", "Retry-After"],
         )
-    app.add_middleware(MetricsMiddleware, metrics=metrics)
+    app.add_middleware(MetricsMiddleware, metrics=metrics, idle=IdleTrim())
     app.add_middleware(ShieldMiddleware, state=state)
     _add_operations(app, state)
     if "openai" in config.apis:

@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -69,14 +69,29 @@ async def send_error(
 
 
 class MetricsMiddleware:
-    def __init__(self, app: ASGIApp, metrics: ServerMetrics) -> None:
+    """``idle`` is called (on the event loop) each time the last request in flight ends."""
+
+    def __init__(
+        self, app: ASGIApp, metrics: ServerMetrics, idle: Callable[[], None] | None = None
+    ) -> None:
         self.app = app
         self.metrics = metrics
+        self._idle = idle
+        self._open = 0  # requests in flight, all routes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        self._open += 1
+        try:
+            await self._counted(scope, receive, send)
+        finally:
+            self._open -= 1
+            if self._open == 0 and self._idle is not None:
+                self._idle()
+
+    async def _counted(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status = 500  # what the client gets if the app fails before answering
 
