@@ -111,12 +111,22 @@ def test_a_one_megabyte_header_is_431_without_being_read_whole(engine: TTS, http
 
 @pytest.mark.parametrize("http", _parsers())
 def test_a_big_head_after_a_keep_alive_request_is_431(engine: TTS, http: Any) -> None:
+    """Also behind a request still being answered: its answer first, then the 431 (sent
+    at once, it came before the answer, which then failed to write)."""
     config = ServerConfig(warmup=False)
     first = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-    second = HEAD + b"X-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"
+    body = '{"text": "こんにちは。", "format": "pcm"}'.encode()
+    slow = (
+        b"POST /tts HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    ) + body
+    big = HEAD + b"X-Big: " + b"a" * (1 << 20) + b"\r\n\r\n"
     with _guarded(engine, config, http) as port:
-        answer, _ = _exchange(port, first + second)
-    assert _statuses(answer) == [200, 431]
+        answer, _ = _exchange(port, first + big)
+        assert _statuses(answer) == [200, 431]
+        answer, _ = _exchange(port, slow + big)
+        assert _statuses(answer) == [200, 431], answer[:200]
+        assert answer.rstrip().endswith(b"}}") and b'"header_too_large"' in answer
 
 
 def test_too_many_header_fields_are_431(engine: TTS) -> None:

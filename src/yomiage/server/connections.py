@@ -107,6 +107,7 @@ class _Guard:
     _send_timer: asyncio.TimerHandle | None = None
     _unsent: int = 0  # bytes waiting in the write buffer when the send deadline was set
     _refused: bool = False  # answered and half-closed: the rest of what arrives is dropped
+    _head_too_large: bool = False  # a 431 to send once the response in progress is out
 
     @staticmethod
     def _dropped() -> None:
@@ -133,7 +134,7 @@ class _Guard:
         self._arm()
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
+        if self._refused or self._head_too_large:
             return
         if self._head_timer is None and self._waiting_for_head():
             self._arm()
@@ -141,7 +142,10 @@ class _Guard:
 
     def on_response_complete(self) -> None:
         cast(Any, super()).on_response_complete()
-        if not self.transport.is_closing():
+        if self._head_too_large:  # the answer before it is out: now the 431
+            self._head_too_large = False
+            self._refuse_head()
+        elif not self.transport.is_closing():
             self._arm()  # the next head (perhaps already half in the parser) has its deadline
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -231,6 +235,11 @@ class _Guard:
         self.loop.call_later(LINGER_S, transport.close)
 
     def _refuse_head(self) -> None:
+        """431 for a head past ``max_head_bytes``; where the request before it (pipelined)
+        is still being answered, once that answer is out (nothing more is read)."""
+        if not self._waiting_for_head():
+            self._head_too_large = True
+            return
         self._refuse(
             431,
             "Request Header Fields Too Large",
