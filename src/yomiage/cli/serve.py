@@ -180,15 +180,16 @@ def run(args: argparse.Namespace) -> int:
             "(set --api-key or YOMIAGE_API_KEY)",
             args.host,
         )
-    # In-process, a crash takes the server down: there is no next worker to tell.
-    journal_dir = (
-        contextlib.nullcontext(None)
-        if args.in_process
-        else tempfile.TemporaryDirectory(prefix="yomiage-serve-")
-    )
-    with terminated_cleanly(), journal_dir as journal:
-        args.load_journal = journal
-        return _serve(args, config)
+    with terminated_cleanly():
+        # In-process, a crash takes the server down: there is no next worker to tell.
+        journal_dir = (
+            contextlib.nullcontext(None)
+            if args.in_process
+            else tempfile.TemporaryDirectory(prefix="yomiage-serve-")
+        )
+        with journal_dir as journal:
+            args.load_journal = journal
+            return _serve(args, config)
     return 128 + signal.SIGTERM  # terminated, where SIGTERM's own action is off
 
 
