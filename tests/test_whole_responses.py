@@ -24,13 +24,8 @@ import pytest
 from yomiage.audio import Audio
 from yomiage.audio.formats import encode
 from yomiage.audio.resample import resample
-from yomiage.server.encoding import (
-    BLOCK_SAMPLES,
-    OutputFormat,
-    SpooledAudio,
-    SpoolError,
-    encode_spooled,
-)
+from yomiage.audio.spool import BLOCK_SAMPLES, SpooledAudio
+from yomiage.server.encoding import OutputFormat, SpoolError, encode_spooled
 
 TEXT = "今日はいい天気ですね。午後から公園へ散歩に出かけましょう。"
 LONG = "今日はいい天気ですね。" * 40  # ~64 s of audio from the tiny voice: a 5.6 MB WAV

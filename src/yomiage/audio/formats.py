@@ -30,6 +30,7 @@ _SOUNDFILE = {
     "mp3": ("MP3", "MPEG_LAYER_III"),
 }
 OPUS_RATES = (8000, 12000, 16000, 24000, 48000)
+OPUS_RATE = 48000  # opus's rate for audio made at one it does not hold (the voices' 44.1 kHz)
 # Samples per libsndfile write (0.7 s at 44.1 kHz; one call of ~2M crashes Vorbis).
 WRITE_BLOCK = 1 << 15
 FORMATS = ALWAYS + tuple(_SOUNDFILE)
@@ -60,6 +61,12 @@ def format_for(path: Path | str, fmt: str | None = None) -> str:
             "line, fmt= in Python)"
         )
     return _SUFFIXES[suffix]
+
+
+def rate_for(fmt: str, sample_rate: int) -> int:
+    """The rate a file in ``fmt`` holds audio made at ``sample_rate`` at: the same, but
+    :data:`OPUS_RATE` for opus where that is not one of :data:`OPUS_RATES`."""
+    return OPUS_RATE if fmt == "opus" and sample_rate not in OPUS_RATES else sample_rate
 
 
 def wav_header(sample_rate: int, n_samples: int | None = None) -> bytes:

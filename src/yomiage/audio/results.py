@@ -16,7 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.atomic import write_atomic
-from yomiage.audio.formats import OPUS_RATES, encode, format_for, wav_header
+from yomiage.audio.formats import encode, format_for, rate_for, wav_header
 from yomiage.audio.resample import resample
 from yomiage.audio.timings import Timings
 from yomiage.options import SynthesisOptions
@@ -113,8 +113,9 @@ class Audio:
         ``yomiage[audio]`` (opus at 48 kHz when the voice's rate is not one it holds)."""
         fmt = format_for("", fmt)
         audio = self
-        if fmt == "opus" and self.sample_rate not in OPUS_RATES:
-            audio = Audio(resample(self.samples, self.sample_rate, 48000), 48000, self.timings)
+        rate = rate_for(fmt, self.sample_rate)
+        if rate != self.sample_rate:
+            audio = Audio(resample(self.samples, self.sample_rate, rate), rate, self.timings)
         return encode(audio.to_int16(normalize=normalize), audio.sample_rate, fmt)
 
     def save(self, path: Path | str, fmt: str | None = None, *, normalize: bool = True) -> Path:

@@ -5,16 +5,14 @@
 not known yet). The other formats, and any format asked for whole, are
 encoded once the whole audio is made, normalized to its peak like
 :meth:`Audio.to_bytes`: the audio is kept in a file as it is made
-(:class:`SpooledAudio`) and encoded from it into another file, a block at a
-time, so neither process holds a long response whole. Rates other than the
+(:mod:`yomiage.audio.spool`) and encoded from it into another file, a block at
+a time, so neither process holds a long response whole. Rates other than the
 voice's go through :class:`yomiage.audio.resample.Resampler`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -22,8 +20,8 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.audio import AudioChunk, wav_header
-from yomiage.audio.formats import write_blocks
 from yomiage.audio.resample import Resampler
+from yomiage.audio.spool import SpooledAudio, write_file
 from yomiage.errors import YomiageError
 from yomiage.server.errors import APIError
 
@@ -128,9 +126,6 @@ def _pcm16(samples: npt.NDArray[np.float32]) -> bytes:
     return data
 
 
-BLOCK_SAMPLES = 1 << 16  # samples a whole response is encoded by (1.5 s at 44.1 kHz)
-
-
 class SpoolError(YomiageError):
     """A whole response's temporary file could not be written or read (a full disk): the
     server's trouble, said without its paths."""
@@ -144,76 +139,21 @@ class SpoolError(YomiageError):
         )
 
 
-@dataclass(frozen=True)
-class SpooledAudio:
-    """A whole response's audio in a file of float32 samples (native byte order) rather
-    than in memory: what a whole response holds while it is made, and what crosses to
-    the worker process to be encoded (its path, not its samples).
-    ``peak``: the largest absolute sample, kept as it was written."""
-
-    path: str
-    sample_rate: int
-    length: int
-    peak: float
-
-    @property
-    def seconds(self) -> float:
-        return self.length / self.sample_rate
-
-    def blocks(self, size: int = BLOCK_SAMPLES) -> Iterator[npt.NDArray[np.float32]]:
-        """The samples, ``size`` at a time (the last block may be shorter)."""
-        with open(self.path, "rb") as samples:
-            while len(block := np.fromfile(samples, np.float32, size)):
-                yield block
-
-
-def encode_spooled(audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
-    """``audio`` in ``fmt`` written into the file ``out`` (emptied first), normalized to
-    its peak like :meth:`Audio.to_bytes`; the bytes written. A block at a time: the
-    memory it takes does not grow with the audio (a 5,000-character WAV encoded whole
-    took the worker ~380 MB past the voice's own peak). A rate other than the voice's
-    is resampled into a second file first, since the peak is that of the resampled
-    audio. SpoolError when a file cannot be read or written."""
+@contextlib.contextmanager
+def spool_errors() -> Iterator[None]:
+    """An OSError in the block (a temporary file not made, written or read) raised as
+    :class:`SpoolError`."""
     try:
-        return _encode_spooled(audio, fmt, out)
+        yield
     except OSError as exc:
         raise SpoolError.of(exc) from None
 
 
-def _encode_spooled(audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
-    if not fmt.resampled:
-        return _encode_blocks(audio, fmt, out)
-    handle, path = tempfile.mkstemp(prefix="yomiage-", suffix=".f32", dir=os.path.dirname(out))
-    try:
-        length, peak = 0, 0.0
-        with os.fdopen(handle, "wb") as spool:
-            for block in _resampled(audio, Resampler(fmt.source_rate, fmt.sample_rate)):
-                block.tofile(spool)
-                length += len(block)
-                peak = max(peak, float(np.abs(block).max())) if len(block) else peak
-        return _encode_blocks(SpooledAudio(path, fmt.sample_rate, length, peak), fmt, out)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
-
-
-def _resampled(audio: SpooledAudio, resampler: Resampler) -> Iterator[npt.NDArray[np.float32]]:
-    for block in audio.blocks():
-        yield resampler.process(block)
-    yield resampler.flush()
-
-
-def _encode_blocks(audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
-    """The peak-normalized 16-bit blocks of ``audio`` in ``fmt``'s container."""
-    scale = 32767.0 / audio.peak if audio.peak > 0 else 32767.0
-    pcm = (_int16(block, scale) for block in audio.blocks())
-    with open(out, "wb") as file:
-        write_blocks(file, pcm, audio.sample_rate, fmt.name)
-    return os.path.getsize(out)
-
-
-def _int16(samples: npt.NDArray[np.float32], scale: float) -> npt.NDArray[np.int16]:
-    """As :meth:`Audio.to_int16` (truncation toward zero), for one block."""
-    scaled = np.clip(samples * np.float32(scale), -32767.0, 32767.0)
-    pcm: npt.NDArray[np.int16] = scaled.astype(np.int16)
-    return pcm
+def encode_spooled(audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
+    """``audio`` in ``fmt`` written into the file ``out`` (emptied first), normalized to
+    its peak like :meth:`Audio.to_bytes`; the bytes written. A block at a time
+    (:func:`yomiage.audio.spool.write_file`): the memory it takes does not grow with
+    the audio (a 5,000-character WAV encoded whole took the worker ~380 MB past the
+    voice's own peak). SpoolError when a file cannot be read or written."""
+    with spool_errors():
+        return write_file(audio, fmt.name, out, sample_rate=fmt.sample_rate)

@@ -24,6 +24,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from yomiage.audio import AudioChunk
+from yomiage.audio.spool import AudioSpool
 from yomiage.server.encoding import OutputFormat, StreamEncoder
 from yomiage.server.engine.service import ChunkSource, SpeechService
 from yomiage.server.errors import APIError
@@ -31,7 +32,7 @@ from yomiage.server.failures import failure_response
 from yomiage.server.limits import Slot
 from yomiage.server.metrics import ServerMetrics
 from yomiage.server.middleware import send_error
-from yomiage.server.spool import AudioSpool, TempFileBody, remove, temp_file
+from yomiage.server.spool import ResponseSpool, TempFileBody, remove, temp_file
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +248,7 @@ class SpeechResponse(Response):
         loop = asyncio.get_running_loop()
         # The files are made here, not in the steps, so that they are removed whatever way
         # a step ends (a client that leaves as a step returns leaves it running).
-        with AudioSpool(job.first.sample_rate) as spool:
+        with ResponseSpool(job.first.sample_rate) as spool:
             await loop.run_in_executor(job.executor, spool.add, job.first.samples)
             while await job.pump.next_into(spool):
                 pass

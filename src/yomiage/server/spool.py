@@ -5,7 +5,7 @@ A response a client gets whole (a WAV that is not streamed, an mp3, VOICEVOX's
 its peak known. Held in memory, a 5,000-character WAV took the HTTP process
 from 70 to over 600 MB (its float32 samples, their copy joined, the pickled
 copy sent to the worker to encode, the encoded bytes back). Instead, each
-chunk is written to a file as it comes (:class:`AudioSpool`), the worker
+chunk is written to a file as it comes (:class:`ResponseSpool`), the worker
 encodes that file into another (:func:`yomiage.server.encoding.encode_spooled`),
 and :class:`TempFileBody` sends that one in blocks as the client takes them.
 Each file is removed once read, and the one being sent as soon as it is opened,
@@ -18,9 +18,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
-import threading
 from collections.abc import AsyncGenerator
-from types import TracebackType
 from typing import BinaryIO
 
 import numpy as np
@@ -28,18 +26,16 @@ import numpy.typing as npt
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from yomiage.errors import Cancelled
-from yomiage.server.encoding import SpooledAudio, SpoolError
+from yomiage.audio.spool import AudioSpool, SpooledAudio
+from yomiage.server.encoding import SpoolError, spool_errors
 
 SEND_BLOCK = 1 << 18  # bytes read and sent at a time
 
 
 def temp_file(suffix: str) -> str:
     """The path of a new empty file of this user's only, in the temporary folder."""
-    try:
+    with spool_errors():
         handle, path = tempfile.mkstemp(prefix="yomiage-", suffix=suffix)
-    except OSError as exc:
-        raise SpoolError.of(exc) from None
     os.close(handle)
     return path
 
@@ -50,69 +46,22 @@ def remove(path: str) -> None:
         os.unlink(path)
 
 
-class AudioSpool:
-    """A whole response's samples written to a temporary file as they are made.
-
-    :meth:`add` may be called from any one thread at a time; :meth:`close` from any
-    thread at any time (a client that left): an :meth:`add` after it raises
-    :class:`Cancelled`. The file is removed by :meth:`close`.
-    """
+class ResponseSpool(AudioSpool):
+    """A whole response's samples written to a file in the temporary folder as they are
+    made (:class:`yomiage.audio.spool.AudioSpool`: a client that leaves closes it, and
+    an :meth:`add` after that raises Cancelled), its file errors said as SpoolError."""
 
     def __init__(self, sample_rate: int) -> None:
-        self.sample_rate = sample_rate
-        self.path = temp_file(".f32")
-        try:
-            self._file: BinaryIO | None = open(self.path, "wb")  # noqa: SIM115 (see close)
-        except OSError as exc:
-            remove(self.path)
-            raise SpoolError.of(exc) from None
-        self._lock = threading.Lock()
-        self.length = 0
-        self.peak = 0.0
+        with spool_errors():
+            super().__init__(sample_rate, prefix="yomiage-", suffix=".f32")
 
     def add(self, samples: npt.NDArray[np.float32]) -> None:
-        with self._lock:
-            if self._file is None:
-                raise Cancelled("the response was closed")
-            block = np.asarray(samples, dtype=np.float32)
-            try:
-                block.tofile(self._file)
-            except OSError as exc:
-                raise SpoolError.of(exc) from None
-            self.length += len(block)
-            if len(block):
-                self.peak = max(self.peak, float(np.abs(block).max()))
+        with spool_errors():
+            super().add(samples)
 
     def finish(self) -> SpooledAudio:
-        """The audio written so far, its file complete (later adds are not in it)."""
-        with self._lock:
-            if self._file is None:
-                raise Cancelled("the response was closed")
-            try:
-                self._file.flush()
-            except OSError as exc:
-                raise SpoolError.of(exc) from None
-            return SpooledAudio(self.path, self.sample_rate, self.length, self.peak)
-
-    def close(self) -> None:
-        """Close and remove the file (idempotent)."""
-        with self._lock:
-            file, self._file = self._file, None
-        if file is not None:
-            with contextlib.suppress(OSError):
-                file.close()
-            remove(self.path)
-
-    def __enter__(self) -> AudioSpool:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
+        with spool_errors():
+            return super().finish()
 
 
 class TempFileBody:

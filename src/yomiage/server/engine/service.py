@@ -19,12 +19,13 @@ from types import MappingProxyType
 from typing import Protocol
 
 from yomiage.audio import Audio, AudioChunk
+from yomiage.audio.spool import SpooledAudio
 from yomiage.engine import TTS
 from yomiage.engine_spec import EngineSpec
 from yomiage.errors import NotPreparedError, VoiceNotLoadedError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.voice import VoiceCredits
-from yomiage.server.encoding import OutputFormat, SpooledAudio, encode_spooled
+from yomiage.server.encoding import OutputFormat, encode_spooled
 from yomiage.server.engine.request_logs import RequestLogs, for_request
 from yomiage.speaker import Speaker
 from yomiage.text.g2p import Phonemes

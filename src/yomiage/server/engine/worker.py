@@ -38,8 +38,9 @@ from types import MappingProxyType
 from typing import Any
 
 from yomiage.audio import Audio
+from yomiage.audio.spool import SpooledAudio
 from yomiage.options import SynthesisOptions
-from yomiage.server.encoding import OutputFormat, SpooledAudio
+from yomiage.server.encoding import OutputFormat
 from yomiage.server.engine.liveness import Liveness, work_size
 from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.engine.worker_calls import (

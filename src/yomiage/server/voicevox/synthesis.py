@@ -16,11 +16,12 @@ from typing import Any
 
 from fastapi import Request
 
+from yomiage.audio.spool import AudioSpool, SpooledAudio
 from yomiage.limits import DEFAULT_MAX_REQUEST_SECONDS
 from yomiage.options import SynthesisOptions
-from yomiage.server.encoding import SpooledAudio, SpoolError
+from yomiage.server.encoding import spool_errors
 from yomiage.server.engine.service import EngineRequest, VoiceCard
-from yomiage.server.spool import AudioSpool, remove, temp_file
+from yomiage.server.spool import ResponseSpool, remove, temp_file
 from yomiage.server.state import ServerState
 from yomiage.server.voicevox.http import VoxError, int_param, invalid
 from yomiage.server.voicevox.work import VoxWork
@@ -198,7 +199,7 @@ class VoxSynthesis:
 
         # The files are made here, not in the steps, so that they are removed whatever
         # way a step ends (a client that leaves as a step returns leaves it running).
-        with AudioSpool(card.sample_rate) as spool:
+        with ResponseSpool(card.sample_rate) as spool:
             wall = await work.run(lambda: generate(spool))
             audio = spool.finish()
             self.count(style.voice, audio.seconds, wall)
@@ -225,11 +226,8 @@ def _write_wav(
     path: str, audio: SpooledAudio, query: AudioQuery, check: Callable[[], None]
 ) -> None:
     """The WAV of ``query`` for the voice's ``audio`` into the file ``path`` (blocking)."""
-    try:
-        with open(path, "wb") as out:
-            write_wav(out, audio.blocks(), audio.sample_rate, query, peak=audio.peak, check=check)
-    except OSError as exc:
-        raise SpoolError.of(exc) from None
+    with spool_errors(), open(path, "wb") as out:
+        write_wav(out, audio.blocks(), audio.sample_rate, query, peak=audio.peak, check=check)
 
 
 def _lengths(
