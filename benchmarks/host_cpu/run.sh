@@ -34,11 +34,9 @@ rm -rf "$MODELS" "$BUNDLE" /tmp/zc-*
 
 # --- sites: OpenVINO etc. for yomiage (sy), hayakoe and its needs (sh); dictionaries from the repo
 tar -C "$W" -xJf .devrun/sites.tar.xz
-tar -C "$W/sh/pyopenjtalk" -xJf data/open_jtalk_dic_utf_8-1.11.tar.xz
-mkdir -p src/yomiage/_data
-for d in open_jtalk_dic_plus-0.4.1.post10 open_jtalk_dic_utf_8-1.11; do
-  [ -f "src/yomiage/_data/$d/sys.dic" ] || tar -C src/yomiage/_data -xJf "data/$d.tar.xz"
-done
+dics() { PYTHONPATH="$W/sy" "$PYBIN" tools/openjtalk_dictionaries.py unpack "$@"; }  # from their pack
+dics "$W/sh/pyopenjtalk" open_jtalk_dic_utf_8-1.11
+dics src/yomiage/_data
 printf '#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' "$R/src:$W/sy" "$PYBIN" > "$W/ypy"
 printf '#!/bin/sh\nPYTHONPATH=%s exec %s "$@"\n' "$W/sh" "$PYBIN" > "$W/mpy"
 # hayakoe as a CPU user installs it has no torch; the image's would make transformers load it (+700 MB)

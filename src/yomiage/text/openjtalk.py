@@ -12,11 +12,11 @@ import os
 import sys
 import threading
 from collections.abc import Iterator
-from importlib.resources import files
 from pathlib import Path
 from typing import Any, Protocol
 
-from yomiage.errors import DictionaryNotFoundError, OptionError, TextError
+from yomiage.errors import OptionError, TextError
+from yomiage.text.system_dictionary import dictionary_dir
 
 DICTIONARY_NAME = "open_jtalk_dic_utf_8-1.11"  # the one SBV2 voices were trained with
 # The compiled dictionary each reading uses. "natural" (the default): pyopenjtalk-plus's
@@ -133,16 +133,10 @@ def check_reading(reading: str) -> str:
 
 
 def bundled_dictionary_dir(reading: str = DEFAULT_READING) -> Path:
-    """Directory of the compiled OpenJTalk dictionary shipped inside the package for
-    ``reading`` (see :data:`READING_DICTIONARIES`)."""
-    name = READING_DICTIONARIES[check_reading(reading)]
-    path = Path(str(files("yomiage").joinpath("_data").joinpath(name)))
-    if not (path / "sys.dic").is_file():
-        raise DictionaryNotFoundError(
-            f"the OpenJTalk dictionary is missing from {path}; the installation is "
-            f"incomplete: reinstall yomiage (building it unpacks data/{name}.tar.xz)"
-        )
-    return path
+    """Directory of the compiled OpenJTalk dictionary bundled with yomiage for
+    ``reading`` (see :data:`READING_DICTIONARIES`): the package carries it packed, and
+    its first use unpacks it into the yomiage cache (:mod:`yomiage.text.system_dictionary`)."""
+    return dictionary_dir(READING_DICTIONARIES[check_reading(reading)])
 
 
 class OpenJTalk:
