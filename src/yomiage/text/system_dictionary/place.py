@@ -217,8 +217,8 @@ class _PrivateCopies:
                 shutil.rmtree(parent, ignore_errors=True)
                 raise
             log.warning(
-                "%s; the OpenJTalk dictionary %s was unpacked into %s for this process only "
-                "(103 MB, removed at exit): %s", why, name, parent, _HINT,
+                "%s; so the OpenJTalk dictionary %s was unpacked into %s instead, for this "
+                "process only (103 MB, removed at exit)", why, name, parent,
             )  # fmt: skip
             self._folders[name] = folder
             return folder
