@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tokenizers import Tokenizer, models, pre_tokenizers
 
 from tests.conftest import FIXTURES, reference_cases, require_fixtures
 from yomiage.bert import CharTokenizer, expand_to_phones
@@ -77,9 +76,10 @@ def test_token_ids_match_reference(tokenizer: CharTokenizer, case: dict[str, Any
 
 
 def test_ids_match_fixture_tokenizer_json_on_all_fixture_strings(tokenizer: CharTokenizer) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
     strings = _fixture_strings()
     assert len(strings) > 300
-    reference = Tokenizer.from_file(str(FIXTURE_TOKENIZER_JSON))
+    reference = tokenizers.Tokenizer.from_file(str(FIXTURE_TOKENIZER_JSON))
     for text in strings:
         assert tokenizer.encode(text) == reference.encode(text).ids, text
     # The fixture's own tokenizer.json, loaded through from_dir, agrees as well.
@@ -97,7 +97,7 @@ def test_ids_match_transformers_bert_japanese(tokenizer: CharTokenizer) -> None:
 
 
 def test_character_level_behaviour(tokenizer: CharTokenizer) -> None:
-    vocab = tokenizer.backend.get_vocab()
+    vocab = tokenizer.vocab
     assert tokenizer.encode("") == [1, 2]
     # NFKC folds half-width kana and circled digits; whitespace is dropped.
     assert tokenizer.encode("ｶﾀｶﾅ①") == [1, *(vocab[c] for c in "カタカナ1"), 2]
@@ -123,11 +123,12 @@ def test_encode_batch_pads_right(tokenizer: CharTokenizer) -> None:
 
 
 def test_vocab_build_save_reload_round_trip(tokenizer: CharTokenizer, tmp_path: Path) -> None:
+    tokenizers = pytest.importorskip("tokenizers")
     built = CharTokenizer.from_vocab(BERT_TOKENIZER / "vocab.txt")
     saved = built.save(tmp_path)
     assert saved == tmp_path / "tokenizer.json"
     reloaded = CharTokenizer.from_dir(tmp_path)
-    raw = Tokenizer.from_file(str(saved))
+    raw = tokenizers.Tokenizer.from_file(str(saved))
     for text in [*EDGE_TEXTS, *_fixture_strings()]:
         expected = built.encode(text)
         assert reloaded.encode(text) == expected == raw.encode(text).ids == tokenizer.encode(text)
@@ -137,9 +138,13 @@ def test_vocab_build_save_reload_round_trip(tokenizer: CharTokenizer, tmp_path: 
 
 def test_from_dir_skips_wordpiece_tokenizer_json(tmp_path: Path) -> None:
     """SBV2's own tokenizer.json is WordPiece and maps words to [UNK]; vocab.txt wins."""
+    tokenizers = pytest.importorskip("tokenizers")
+    models, pre_tokenizers = tokenizers.models, tokenizers.pre_tokenizers
     vocab = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]", "ア", "イ", "ウ"]
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
-    wordpiece = Tokenizer(models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]"))
+    wordpiece = tokenizers.Tokenizer(
+        models.WordPiece({t: i for i, t in enumerate(vocab)}, unk_token="[UNK]")
+    )
     wordpiece.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     wordpiece.save(str(tmp_path / "tokenizer.json"))
     assert CharTokenizer.from_dir(tmp_path).encode("アイウ") == [1, 5, 6, 7, 2]

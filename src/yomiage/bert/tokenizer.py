@@ -1,12 +1,15 @@
-"""Character-level BERT tokenizer that needs only the ``tokenizers`` library.
+"""Character-level BERT tokenizer in plain Python (no ``tokenizers`` library).
 
 SBV2 JP-Extra feeds its text to ``ku-nlp/deberta-v2-large-japanese-char-wwm``,
 whose reference tokenizer (transformers' ``BertJapaneseTokenizer``, "basic"
 words + "character" sub-words, no lower-casing) gives ``[CLS]``, one id per
 NFKC-normalised character (unknown characters -> ``[UNK]``, whitespace
-dropped) and ``[SEP]`` (spec §3.1). The pipeline built here gives the same ids
-without importing transformers or torch, and loads in about 10 ms for the real
-22,012-entry vocabulary.
+dropped) and ``[SEP]`` (spec §3.1). yomiage used to build that pipeline with
+the ``tokenizers`` library, which brought huggingface_hub and six more packages
+(37.8 MiB of a 524 MiB user install) for a dict lookup per character. This
+module gives the same ids for any text (:mod:`yomiage.bert.normalizer` follows
+the library's character classes and Unicode version), and reads and writes the
+same ``tokenizer.json``.
 
 Note that the ``tokenizer.json`` shipped in SBV2's own BERT folder is a
 WordPiece tokenizer that turns every multi-character word into ``[UNK]``;
@@ -16,17 +19,20 @@ WordPiece tokenizer that turns every multi-character word into ``[UNK]``;
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from types import MappingProxyType
 
 import numpy as np
 import numpy.typing as npt
-from tokenizers import Regex, Tokenizer, normalizers, pre_tokenizers, processors
-from tokenizers.models import WordLevel
 
 from yomiage.atomic import write_atomic
+from yomiage.bert.normalizer import WHITESPACE, clean_text, nfkc
+from yomiage.bert.tokenizer_json import parse_tokenizer_json, tokenizer_json
 from yomiage.errors import ModelLoadError
 
 __all__ = ["SPECIAL_TOKENS", "CharTokenizer"]
@@ -41,11 +47,6 @@ _REQUIRED = (PAD, CLS, SEP, UNK)
 TOKENIZER_JSON = "tokenizer.json"
 VOCAB_TXT = "vocab.txt"
 
-# A tokenizer.json is accepted only if it splits this into [CLS] + 3 pieces + [SEP]
-# (the space is dropped). A WordPiece tokenizer without "##" pieces gives fewer.
-_PROBE = "アイ ウ"
-_PROBE_PIECES = 3
-
 
 class CharTokenizer:
     """``[CLS]`` + one id per character + ``[SEP]``, identical to SBV2's BERT tokenizer.
@@ -53,41 +54,53 @@ class CharTokenizer:
     Build one with :meth:`from_dir`, :meth:`from_vocab` or :meth:`from_file`.
     After construction the object is never mutated, so one instance may be
     shared by several threads; :meth:`encode` and :meth:`encode_batch` run in
-    the calling thread (no tokenizers thread pool is used, so forking later is
-    safe). No truncation is applied: the caller keeps texts within the model's
-    512-token limit.
+    the calling thread (there is no thread pool, so forking later is safe). No
+    truncation is applied: the caller keeps texts within the model's 512-token
+    limit. A lone surrogate (which the ``tokenizers`` library refused with a
+    TypeError) is an unknown character.
     """
 
-    def __init__(self, tokenizer: Tokenizer, *, source: Path | None = None) -> None:
-        """Wrap a ready ``tokenizers.Tokenizer``; prefer the ``from_*`` constructors.
+    def __init__(
+        self,
+        vocab: Mapping[str, int],
+        *,
+        special_tokens: Iterable[str] = SPECIAL_TOKENS,
+        clean_text: bool = True,
+        source: Path | None = None,
+    ) -> None:
+        """Tokenize with ``vocab`` (token -> id); prefer the ``from_*`` constructors.
 
-        Raises :class:`~yomiage.errors.ModelLoadError` if a special token is
-        missing from the vocabulary or the tokenizer is not character-level.
+        ``special_tokens`` are matched in the raw text and kept whole (a
+        literal ``[UNK]`` is one token, as with ``BertJapaneseTokenizer``);
+        those missing from ``vocab`` are skipped. ``clean_text`` is
+        ``BertNormalizer(clean_text=...)`` before NFKC. Raises
+        :class:`~yomiage.errors.ModelLoadError` if ``[PAD]``, ``[CLS]``,
+        ``[SEP]`` or ``[UNK]`` is missing from the vocabulary.
         """
         where = str(source) if source is not None else "tokenizer"
-        ids: dict[str, int] = {}
         for token in _REQUIRED:
-            token_id = tokenizer.token_to_id(token)
-            if token_id is None:
+            if token not in vocab:
                 raise ModelLoadError(f"{where}: the vocabulary has no {token} token")
-            ids[token] = token_id
-        self._tokenizer = tokenizer
+        self._vocab: dict[str, int] = dict(vocab)
         self._source = source
-        self.pad_id = ids[PAD]
-        self.cls_id = ids[CLS]
-        self.sep_id = ids[SEP]
-        self.unk_id = ids[UNK]
-        tokenizer.enable_padding(direction="right", pad_id=self.pad_id, pad_token=PAD)
-        if not self._is_char_level():
-            raise ModelLoadError(
-                f"{where}: not a character-level tokenizer with a [CLS] ... [SEP] template"
-            )
+        self._clean = clean_text
+        self.pad_id = vocab[PAD]
+        self.cls_id = vocab[CLS]
+        self.sep_id = vocab[SEP]
+        self.unk_id = vocab[UNK]
+        specials = sorted({t for t in special_tokens if t in vocab}, key=len, reverse=True)
+        self._specials: tuple[str, ...] = tuple(specials)
+        # Longest first, so that at one position the longest token wins (the
+        # library's leftmost-longest matching).
+        self._special_re = (
+            re.compile("|".join(re.escape(t) for t in specials)) if specials else None
+        )
 
     # ------------------------------------------------------------------ loading
 
     @classmethod
     def from_vocab(cls, vocab_path: str | os.PathLike[str]) -> CharTokenizer:
-        """Build the pipeline from a BERT ``vocab.txt`` (one token per line, id = line number).
+        """Build the tokenizer from a BERT ``vocab.txt`` (one token per line, id = line number).
 
         As in transformers, a token that appears twice keeps the id of its last line.
         """
@@ -106,48 +119,31 @@ class CharTokenizer:
         missing = [t for t in _REQUIRED if t not in vocab]
         if missing:
             raise ModelLoadError(f"BERT vocabulary {path} lacks {', '.join(missing)}")
-
-        tokenizer = Tokenizer(WordLevel(vocab, unk_token=UNK))
-        tokenizer.normalizer = normalizers.Sequence(
-            [
-                normalizers.BertNormalizer(
-                    clean_text=True,
-                    handle_chinese_chars=False,
-                    strip_accents=False,
-                    lowercase=False,
-                ),
-                normalizers.NFKC(),
-            ]
-        )
-        tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
-            [
-                pre_tokenizers.WhitespaceSplit(),
-                pre_tokenizers.Split(Regex("."), behavior="isolated"),
-            ]
-        )
-        tokenizer.post_processor = processors.TemplateProcessing(
-            single=f"{CLS} $A {SEP}",
-            pair=f"{CLS} $A {SEP} $B:1 {SEP}:1",
-            special_tokens=[(CLS, vocab[CLS]), (SEP, vocab[SEP])],
-        )
-        # Registered as special so that a literal "[UNK]" in the text stays one
-        # token, as with BertJapaneseTokenizer.
-        tokenizer.add_special_tokens([t for t in SPECIAL_TOKENS if t in vocab])
-        return cls(tokenizer, source=path)
+        return cls(vocab, source=path)
 
     @classmethod
     def from_file(cls, json_path: str | os.PathLike[str]) -> CharTokenizer:
         """Load a ``tokenizer.json`` (as written by :meth:`save`).
 
         Raises :class:`~yomiage.errors.ModelLoadError` if the file is missing,
-        unparsable, or not a character-level tokenizer.
+        unparsable, or not this character-level pipeline (the message names
+        the part that differs).
         """
         path = Path(json_path)
         try:
-            tokenizer = Tokenizer.from_file(str(path))
-        except Exception as exc:  # tokenizers raises plain Exception for bad JSON
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
             raise ModelLoadError(f"cannot load tokenizer {path}: {exc}") from exc
-        return cls(tokenizer, source=path)
+        try:
+            parsed = parse_tokenizer_json(data)
+        except ValueError as exc:
+            raise ModelLoadError(f"{path}: not a character-level tokenizer: {exc}") from exc
+        return cls(
+            parsed.vocab,
+            special_tokens=parsed.special_tokens,
+            clean_text=parsed.clean_text,
+            source=path,
+        )
 
     @classmethod
     def from_dir(cls, folder: str | os.PathLike[str]) -> CharTokenizer:
@@ -179,6 +175,10 @@ class CharTokenizer:
             f"BERT tokenizer folder {path} has neither {TOKENIZER_JSON} nor {VOCAB_TXT}"
         )
 
+    def to_json(self) -> str:
+        """The ``tokenizer.json`` text; the ``tokenizers`` library reads it to the same ids."""
+        return tokenizer_json(self._vocab, special_tokens=self._specials, clean_text=self._clean)
+
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write ``tokenizer.json`` atomically and return its path.
 
@@ -189,23 +189,33 @@ class CharTokenizer:
         target = Path(path)
         if target.is_dir():
             target = target / TOKENIZER_JSON
-        return write_atomic(target, self._tokenizer.to_str())
+        return write_atomic(target, self.to_json())
 
     # ----------------------------------------------------------------- encoding
 
     @property
     def vocab_size(self) -> int:
         """Number of ids, special tokens included (22,012 for the real SBV2 BERT)."""
-        return int(self._tokenizer.get_vocab_size(with_added_tokens=True))
+        return len(self._vocab)
 
     @property
-    def backend(self) -> Tokenizer:
-        """The wrapped ``tokenizers.Tokenizer`` (do not reconfigure it)."""
-        return self._tokenizer
+    def vocab(self) -> Mapping[str, int]:
+        """Token -> id (read-only)."""
+        return MappingProxyType(self._vocab)
 
     def encode(self, text: str) -> list[int]:
         """Ids of ``[CLS]`` + each character of ``text`` (NFKC, whitespace dropped) + ``[SEP]``."""
-        ids: list[int] = self._tokenizer.encode(text).ids
+        ids = [self.cls_id]
+        if self._special_re is None:
+            self._encode_piece(text, ids)
+        else:
+            start = 0
+            for match in self._special_re.finditer(text):
+                self._encode_piece(text[start : match.start()], ids)
+                ids.append(self._vocab[match.group()])
+                start = match.end()
+            self._encode_piece(text[start:], ids)
+        ids.append(self.sep_id)
         return ids
 
     def encode_batch(
@@ -235,9 +245,11 @@ class CharTokenizer:
     def __repr__(self) -> str:
         return f"CharTokenizer(vocab_size={self.vocab_size}, source={self._source})"
 
-    def _is_char_level(self) -> bool:
-        try:
-            ids = self.encode(_PROBE)
-        except Exception:
-            return False
-        return len(ids) == _PROBE_PIECES + 2 and ids[0] == self.cls_id and ids[-1] == self.sep_id
+    def _encode_piece(self, text: str, ids: list[int]) -> None:
+        """Append the ids of text between special tokens (normalised on its own)."""
+        if not text:
+            return
+        if self._clean:
+            text = clean_text(text)
+        lookup, unk = self._vocab.get, self.unk_id
+        ids.extend(lookup(c, unk) for c in nfkc(text) if c not in WHITESPACE)

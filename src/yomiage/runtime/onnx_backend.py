@@ -1,5 +1,5 @@
 """The CPU backend: ONNX graphs on ONNX Runtime (and OpenVINO where it is faster),
-numpy and tokenizers; no torch.
+and numpy; no torch.
 
 One BERT session serves every voice. Voices are yomiage bundles
 (:class:`~yomiage.runtime.onnx_voice.BundleVoice`: windowed decoding,
