@@ -36,7 +36,7 @@ from yomiage.synthesis.pipeline import Pipeline
 from yomiage.text.frontend import Frontend
 from yomiage.text.openjtalk import DEFAULT_READING, check_reading
 from yomiage.text.user_dict import SkippedEntry, UserDictionary
-from yomiage.text.user_word import UserWord
+from yomiage.text.user_word import UserWord, takes_word
 
 log = logging.getLogger(__name__)
 
@@ -246,16 +246,10 @@ class TTS:
             return MappingProxyType(dict(self._speakers))
 
     # -- user dictionary -------------------------------------------------
-    def add_word(
-        self,
-        surface: str,
-        reading: str,
-        accent: int | None = None,
-        priority: int = 5,
-        word_type: str = "proper_noun",
-    ) -> UserWord:
-        """Read ``surface`` as ``reading`` (katakana) from the next request on."""
-        word = UserWord.create(surface, reading, accent, priority, word_type)
+    @takes_word
+    def add_word(self, word: UserWord) -> UserWord:
+        """Read ``surface`` as ``reading`` (katakana) from the next request on; the
+        parameters are :meth:`UserWord.create`'s."""
         self.frontend.update_words([word])
         return word
 

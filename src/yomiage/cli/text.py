@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 from yomiage.cli.engine_options import add_encoding_argument, add_reading_argument
 from yomiage.errors import YomiageError
+from yomiage.text.user_word import DEFAULT_PRIORITY, DEFAULT_WORD_TYPE, WORD_TYPES
 
 EXAMPLES_G2P = """examples:
   yomiage g2p --json "円周率は3.14、成功率は50%です。"
@@ -59,12 +60,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add.add_argument(
         "--accent", type=int, default=None, help="mora after which pitch falls (0: flat)"
     )
-    add.add_argument("--priority", type=int, default=5, help="0-10, higher wins more often")
     add.add_argument(
-        "--type",
-        default="proper_noun",
-        choices=["proper_noun", "common_noun", "verb", "adjective", "suffix"],
+        "--priority", type=int, default=DEFAULT_PRIORITY, help="0-10, higher wins more often"
     )
+    add.add_argument("--type", default=DEFAULT_WORD_TYPE, choices=list(WORD_TYPES))
     lst = actions.add_parser("list", help="list the words")
     lst.add_argument("--json", action="store_true")
     _user_dict_argument(lst)

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from yomiage.options import SynthesisOptions
+from yomiage.text.user_word import DEFAULT_PRIORITY, DEFAULT_WORD_TYPE
 
 _D = SynthesisOptions()
 
@@ -77,5 +78,5 @@ class WordRequest(BaseModel):
     surface: str
     reading: str
     accent: int | None = Field(None, description="mora after which the pitch falls (0: flat)")
-    priority: int = 5
-    word_type: str = "proper_noun"
+    priority: int = DEFAULT_PRIORITY
+    word_type: str = DEFAULT_WORD_TYPE

@@ -36,7 +36,7 @@ from yomiage.text.punctuation import describe_symbol, skipped_symbols
 from yomiage.text.sentences import DEFAULT_MAX_LENGTH, split_sentences
 from yomiage.text.unreadable import reread, unread_runs, unreadable_error
 from yomiage.text.user_dict import SkippedEntry, UserDictionary
-from yomiage.text.user_word import UserWord
+from yomiage.text.user_word import UserWord, takes_word
 
 log = logging.getLogger(__name__)
 
@@ -163,18 +163,11 @@ class Frontend:
         return self._rejected(words[:half], workdir) + self._rejected(words[half:], workdir)
 
     # -- user dictionary -------------------------------------------------
-    def add_word(
-        self,
-        surface: str,
-        reading: str,
-        accent: int | None = None,
-        priority: int = 5,
-        word_type: str = "proper_noun",
-    ) -> UserWord:
+    @takes_word
+    def add_word(self, word: UserWord) -> UserWord:
         """Add a word; it applies to the next call. Nothing changes if it is rejected.
-        A shorthand for ``update_words([UserWord.create(...)])``: the words a server
-        or engine has already checked go to :meth:`update_words` directly."""
-        word = UserWord.create(surface, reading, accent, priority, word_type)
+        A shorthand for ``update_words([UserWord.create(...)])``, taking its parameters:
+        the words a server or engine has already checked go to :meth:`update_words`."""
         self.update_words([word])
         return word
 

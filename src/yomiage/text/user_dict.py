@@ -28,7 +28,7 @@ from yomiage.errors import (
     UnknownWordError,
     UserDictionaryError,
 )
-from yomiage.text.user_word import UserWord
+from yomiage.text.user_word import UserWord, takes_word
 
 log = logging.getLogger(__name__)
 
@@ -190,17 +190,11 @@ class UserDictionary:
         with self._lock:
             return frozenset(self._contents.words)
 
-    def add(
-        self,
-        surface: str,
-        reading: str,
-        accent: int | None = None,
-        priority: int = 5,
-        word_type: str = "proper_noun",
-    ) -> UserWord:
+    @takes_word
+    def add(self, word: UserWord) -> UserWord:
         """Add or replace the entry for ``surface``: a shorthand for
-        ``update([UserWord.create(...)])``, the path every checked word takes."""
-        word = UserWord.create(surface, reading, accent, priority, word_type)
+        ``update([UserWord.create(...)])``, the path every checked word takes, taking
+        its parameters."""
         self.update([word])
         return word
 

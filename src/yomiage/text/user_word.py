@@ -3,12 +3,20 @@
 The checks are the ones OpenJTalk needs to survive an entry, not taste: a reading
 it can speak, within the buffers it copies readings into, and a surface MeCab's
 CSV can hold.
+
+A word's fields are declared once, by :meth:`UserWord.create` (their defaults and
+checks); every ``add_word`` takes them through :func:`takes_word`, so a new field is
+one change here.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Concatenate, ParamSpec, TypeVar
 
 from yomiage.errors import TextError, UserDictionaryError
 from yomiage.text.mora import SMALL_KANA, is_katakana, mora_count, reading_to_phonemes
@@ -18,6 +26,8 @@ MAX_SURFACE_LENGTH = 64
 # garbled text and longer ones crash the process, at every start that loads the
 # dictionary. No real word comes near this limit.
 MAX_READING_LENGTH = 100
+DEFAULT_PRIORITY = 5
+DEFAULT_WORD_TYPE = "proper_noun"
 
 # word_type -> MeCab part-of-speech fields of naist-jdic.
 WORD_TYPES: dict[str, tuple[str, str, str, str]] = {
@@ -55,8 +65,8 @@ class UserWord:
         surface: str,
         reading: str,
         accent: int | None = None,
-        priority: int = 5,
-        word_type: str = "proper_noun",
+        priority: int = DEFAULT_PRIORITY,
+        word_type: str = DEFAULT_WORD_TYPE,
     ) -> UserWord:
         """Validate and normalise an entry; raises :class:`UserDictionaryError`."""
         surface = unicodedata.normalize("NFKC", surface).strip() if isinstance(surface, str) else ""
@@ -109,3 +119,39 @@ class UserWord:
             f"{surface},,,{cost},{pos},*,*,{surface},{self.reading},{self.reading},"
             f"{self.accent}/{morae},*"
         )
+
+
+_Fields = ParamSpec("_Fields")
+_Owner = TypeVar("_Owner")
+_Result = TypeVar("_Result")
+
+
+def _taking_fields_of(
+    create: Callable[_Fields, UserWord],
+) -> Callable[
+    [Callable[[_Owner, UserWord], _Result]], Callable[Concatenate[_Owner, _Fields], _Result]
+]:
+    """A decorator giving a method that takes a checked word ``create``'s parameters
+    instead, to type checkers and ``help()`` alike."""
+    fields = list(inspect.signature(create).parameters.values())
+
+    def decorate(
+        method: Callable[[_Owner, UserWord], _Result],
+    ) -> Callable[Concatenate[_Owner, _Fields], _Result]:
+        @functools.wraps(method)
+        def with_fields(owner: _Owner, /, *args: _Fields.args, **kwargs: _Fields.kwargs) -> _Result:
+            return method(owner, create(*args, **kwargs))
+
+        signature = inspect.signature(method)
+        owner = next(iter(signature.parameters.values()))
+        shown = signature.replace(parameters=[owner, *fields])
+        with_fields.__signature__ = shown  # type: ignore[attr-defined]
+        return with_fields
+
+    return decorate
+
+
+# ``@takes_word`` on ``def add_word(self, word: UserWord)`` makes it
+# ``add_word(self, surface, reading, accent=None, ...)``: the word is checked by
+# UserWord.create before the method runs.
+takes_word = _taking_fields_of(UserWord.create)

@@ -16,7 +16,7 @@ from typing import Any
 
 from yomiage.errors import UserDictionaryError
 from yomiage.text.mora import mora_count
-from yomiage.text.user_word import WORD_TYPES, UserWord
+from yomiage.text.user_word import DEFAULT_PRIORITY, DEFAULT_WORD_TYPE, WORD_TYPES, UserWord
 
 _NAMESPACE = uuid.UUID("8a0c3d3e-4f57-5b8e-9d0a-2f5e6c7b8a91")
 # VOICEVOX's word types and the left/right context id of each in naist-jdic
@@ -82,14 +82,14 @@ def word_from_json(value: Any, where: str) -> UserWord:
         for key in ("part_of_speech", "part_of_speech_detail_1", "part_of_speech_detail_2",
                     "part_of_speech_detail_3")
     )  # fmt: skip
-    priority = value.get("priority", 5)
+    priority = value.get("priority", DEFAULT_PRIORITY)
     try:
         return UserWord.create(
             value.get("surface", ""),
             value.get("pronunciation", value.get("yomi")),
             value.get("accent_type"),
             priority,
-            _TYPE_OF_POS.get(pos, "proper_noun"),
+            _TYPE_OF_POS.get(pos, DEFAULT_WORD_TYPE),
         )
     except UserDictionaryError as exc:
         raise UserDictionaryError(f"{where}: {exc}") from None

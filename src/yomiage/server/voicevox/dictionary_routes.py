@@ -30,7 +30,7 @@ from yomiage.server.voicevox.http import (
     text_param,
     vox_router,
 )
-from yomiage.text.user_word import UserWord
+from yomiage.text.user_word import DEFAULT_PRIORITY, UserWord
 from yomiage.voicevox.user_dict import (
     WORD_TYPE_NAMES,
     word_json,
@@ -89,7 +89,7 @@ def add_voicevox_dictionary_routes(app: FastAPI, state: ServerState) -> None:
                 surface,
                 pronunciation,
                 accent,
-                5 if priority is None else priority,
+                DEFAULT_PRIORITY if priority is None else priority,
                 word_type_of(word_type),
             )
         except UserDictionaryError as exc:
