@@ -82,7 +82,7 @@ def _spy(
 ) -> Sent:
     """Record each call sent to the worker; ``before(generation, op)`` runs ahead of each,
     ``failed()`` after each that fails (before its caller sees the error)."""
-    call = worker._call
+    call = worker.supervisor.call
     sent: Sent = []
 
     def spied(generation: Generation, op: str, *args: Any, **kwargs: Any) -> Any:
@@ -98,7 +98,7 @@ def _spy(
         sent.append((generation.number, op, None))
         return value
 
-    monkeypatch.setattr(worker, "_call", spied)
+    monkeypatch.setattr(worker.supervisor, "call", spied)
     return sent
 
 
@@ -109,7 +109,8 @@ def dies_unseen(
     """``dies_unseen(op)``: kill the worker just before the first ``op`` call is sent to it,
     and hold its reader, once it has seen the pipe close, until that call has failed on
     the dead worker: the race window, held open. Returns the calls sent, as they end."""
-    lost, closed, failed = worker._lost, threading.Event(), threading.Event()
+    # The reader's own step (private): only a test holds it open.
+    lost, closed, failed = worker.supervisor._lost, threading.Event(), threading.Event()
 
     def held(generation: Generation) -> None:
         closed.set()
@@ -127,7 +128,7 @@ def dies_unseen(
                 assert worker.pid == generation.process.pid  # it is still the one handed out
 
         killed: list[Generation] = []
-        monkeypatch.setattr(worker, "_lost", held)
+        monkeypatch.setattr(worker.supervisor, "_lost", held)
         return _spy(worker, monkeypatch, before=kill_first, failed=failed.set)
 
     yield arrange
@@ -139,7 +140,7 @@ def test_a_call_sent_to_a_worker_that_just_died_runs_on_the_next_one(
 ) -> None:
     """It failed with WorkerCrashed (500 worker_crashed), though the child never saw it."""
     worker = ready
-    crashes, number = worker.crashes, worker._current().number
+    crashes, number = worker.crashes, worker.supervisor.current().number
     sent = dies_unseen("read")
     assert len(worker.read("tiny", TEXT, SynthesisOptions())) == 1
     [(first, _, failed), (second, _, ok)] = sent
@@ -168,7 +169,7 @@ def test_a_call_in_the_pipe_of_a_worker_that_dies_runs_on_the_next_one(
 ) -> None:
     """Sent while the child was alive (stopped, so it cannot read it), then it died."""
     worker = ready
-    generation = worker._current()
+    generation = worker.supervisor.current()
     sent = _spy(worker, monkeypatch)
     os.kill(generation.process.pid, signal.SIGSTOP)
     try:

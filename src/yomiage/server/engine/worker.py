@@ -1,38 +1,20 @@
 """The engine in a supervised child process: a native crash costs a restart, not the server.
 
-OpenJTalk, libsndfile and ONNX Runtime are C and C++; an input that reaches a
-bug in them kills the process it runs in (SIGSEGV), with no exception and no
-log line. :class:`WorkerService` runs the engine (any :class:`SpeechService`,
-made by a picklable factory) in a child process and talks to it over a pipe;
-the HTTP server stays in the parent. When the child dies, every request it
-was working on fails at once with :class:`WorkerCrashed` (the routes answer
-500 ``worker_crashed`` when nothing was sent yet), the crash is counted, and a
-new child is started and warmed; requests that arrive meanwhile wait for it
-(:class:`WorkerUnavailable` past ``ready_timeout``). A call the child had not
-begun yet is not lost: it is sent once more, to the new child
-(:mod:`yomiage.server.engine.worker_retry`).
-
-A worker that hangs instead (stopped, deadlocked) is found by deadlines
-(:mod:`yomiage.server.engine.liveness`): a watchdog thread pings it, reports it
-unavailable while it does not answer, and kills it (so it is restarted) once a
-call or ping is overdue; the requests on it fail with :class:`WorkerHung`.
-
-The protocol is pull-based, like the in-process stream: the parent asks for
-each chunk, so a slow client never makes the child run ahead, and a cancel
-reaches the child at once (it does not queue behind the step in progress).
-Voices loaded and unloaded while serving are replayed on a restarted child
-(:mod:`yomiage.server.engine.worker_voices`).
+:class:`WorkerService` is the :class:`SpeechService` that ``yomiage serve`` hands the
+routes. It runs the engine (any :class:`SpeechService`, made by a picklable factory)
+in a child process that its :class:`~.worker_supervisor.Supervisor` starts, calls,
+and restarts when it crashes or hangs; the HTTP server stays in the parent. Each
+call that stands alone is sent once more to a restarted child if the dead one never
+began it (:mod:`.worker_retry`); a request's stream is stepped chunk by chunk
+(:mod:`.worker_stream`).
+What this class adds is the voices: those loaded and unloaded while serving are
+replayed on a restarted child before it is ready (:mod:`.worker_voices`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import itertools
-import logging
-import multiprocessing
 import threading
-import time
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -41,11 +23,9 @@ from yomiage.audio import Audio
 from yomiage.audio.spool import SpooledAudio
 from yomiage.options import SynthesisOptions
 from yomiage.server.encoding import OutputFormat
-from yomiage.server.engine.liveness import Liveness, work_size
+from yomiage.server.engine.liveness import Liveness
 from yomiage.server.engine.service import EngineRequest, VoiceCard
 from yomiage.server.engine.worker_calls import (
-    Call,
-    CallNotStarted,
     Generation,
     WorkerCrashed,
     WorkerHung,
@@ -54,17 +34,15 @@ from yomiage.server.engine.worker_calls import (
     describe_exit,
 )
 from yomiage.server.engine.worker_child import ServiceFactory
-from yomiage.server.engine.worker_logging import LogLevels
 from yomiage.server.engine.worker_retry import call_retrying
-from yomiage.server.engine.worker_spawn import spawn_worker
 from yomiage.server.engine.worker_stream import WorkerChunkSource
+from yomiage.server.engine.worker_supervisor import Supervisor
 from yomiage.server.engine.worker_voices import VoiceChanges
 from yomiage.text.g2p import Phonemes
 from yomiage.text.user_dict import SkippedEntry
 from yomiage.text.user_word import UserWord
 from yomiage.voicevox.query import SentenceReading
 
-log = logging.getLogger(__name__)
 __all__ = ["WorkerChunkSource", "WorkerCrashed", "WorkerHung", "WorkerService",
            "WorkerStartError", "WorkerUnavailable", "describe_exit"]  # fmt: skip
 
@@ -75,7 +53,7 @@ class WorkerService:
     ``factory`` builds the service in the child; it must be picklable (a
     module-level function or a ``functools.partial`` of one). The constructor
     returns once the first child is ready, or raises :class:`WorkerStartError`.
-    ``start_timeout`` also bounds one :meth:`load_voice`.
+    ``start_timeout`` also bounds one :meth:`load_voice` while it reports no progress.
     """
 
     def __init__(
@@ -87,31 +65,23 @@ class WorkerService:
         log_level: int | None = None,
         liveness: Liveness | None = None,
     ) -> None:
-        self._factory = factory
-        self._start_timeout = start_timeout
-        self._ready_timeout = ready_timeout
-        self._log_levels = LogLevels.of_this_process(root=log_level)
-        self._context = multiprocessing.get_context("spawn")
-        self._lock = threading.Lock()
-        self._send_lock = threading.Lock()
-        self._ids = itertools.count(1)
-        self._ready = threading.Event()
-        self._closing = False
-        self._stopped = threading.Event()
-        self._generation: Generation | None = None
-        self._liveness = liveness or Liveness()
-        self._last_pong = time.monotonic()
-        self._ping_pending = False
-        self.crashes = 0
-        self.hangs = 0
-        self.restarts = 0
-        self.last_restart_seconds: float | None = None
-        self.failure: str | None = None  # why the last start failed, while none runs
         self._voices: Mapping[str, VoiceCard] = MappingProxyType({})
         self._changes = VoiceChanges()
         self._changing = threading.Lock()  # one voice change (or its replay) at a time
-        self._start(0)
-        threading.Thread(target=self._watch, name="yomiage-worker-watchdog", daemon=True).start()
+        self._supervisor = Supervisor(
+            factory,
+            self._restore_voices,
+            start_timeout=start_timeout,
+            ready_timeout=ready_timeout,
+            log_level=log_level,
+            liveness=liveness,
+        )
+        self._supervisor.start()
+
+    @property
+    def supervisor(self) -> Supervisor:
+        """The owner of the child process and the calls on it."""
+        return self._supervisor
 
     # -- the SpeechService face ---------------------------------------------
     @property
@@ -120,282 +90,103 @@ class WorkerService:
 
     @property
     def available(self) -> bool:
-        return self._ready.is_set() and self.answering
+        return self.supervisor.available
 
     @property
     def answering(self) -> bool:
         """Whether the worker answered a ping lately (False while it is stopped or hung)."""
-        live = self._liveness
-        age = time.monotonic() - self._last_pong
-        return age <= live.heartbeat_interval + live.heartbeat_timeout
+        return self.supervisor.answering
 
     @property
     def pid(self) -> int | None:
         """The current child's process id (None while none runs)."""
-        generation = self._generation
-        return generation.process.pid if generation is not None and generation.alive else None
+        return self.supervisor.pid
+
+    @property
+    def crashes(self) -> int:
+        """Children that died on their own (a hang killed by the watchdog is not one)."""
+        return self.supervisor.crashes
+
+    @property
+    def hangs(self) -> int:
+        """Children killed because a call or a ping passed its deadline."""
+        return self.supervisor.hangs
+
+    @property
+    def restarts(self) -> int:
+        return self.supervisor.restarts
+
+    @property
+    def last_restart_seconds(self) -> float | None:
+        return self.supervisor.last_restart_seconds
 
     def open(self, request: EngineRequest) -> WorkerChunkSource:
-        return WorkerChunkSource(self, request)
+        return WorkerChunkSource(self.supervisor, request)
 
     def encode(self, audio: SpooledAudio, fmt: OutputFormat, out: str) -> int:
-        size: int = call_retrying(self, "encode", audio, fmt, out)
+        size: int = call_retrying(self.supervisor, "encode", audio, fmt, out)
         return size
 
     def warm(self, voice: str) -> None:
-        call_retrying(self, "warm", voice)
+        call_retrying(self.supervisor, "warm", voice)
 
     def read(self, voice: str, text: str, options: SynthesisOptions) -> list[SentenceReading]:
-        readings: list[SentenceReading] = call_retrying(self, "read", voice, text, options)
+        readings: list[SentenceReading] = call_retrying(
+            self.supervisor, "read", voice, text, options
+        )
         return readings
 
     def generate(self, voice: str, reading: Sequence[Phonemes], options: SynthesisOptions) -> Audio:
-        audio: Audio = call_retrying(self, "generate", voice, list(reading), options)
+        audio: Audio = call_retrying(self.supervisor, "generate", voice, list(reading), options)
         return audio
 
     def load_voice(self, name: str, source: str, *, warm: bool = True) -> Mapping[str, VoiceCard]:
         """Load a voice in the child (see SpeechService); waits for a change in progress."""
-        generation = self._current()  # before the lock: a restart's replay takes it
+        generation = self.supervisor.current()  # before the lock: a restart's replay takes it
         with self._changing:
             self._voices = self._change(generation, "load_voice", name, source, warm)
             self._changes.loaded(name, source, warm)
             return self._voices
 
     def unload_voice(self, name: str) -> Mapping[str, VoiceCard]:
-        generation = self._current()
+        generation = self.supervisor.current()
         with self._changing:
             self._voices = self._change(generation, "unload_voice", name)
             self._changes.unloaded(name)
             return self._voices
 
     def words(self) -> tuple[UserWord, ...]:
-        words: tuple[UserWord, ...] = call_retrying(self, "words")
+        words: tuple[UserWord, ...] = call_retrying(self.supervisor, "words")
         return words
 
     def remove_word(self, surface: str) -> UserWord | SkippedEntry:
-        removed: UserWord | SkippedEntry = call_retrying(self, "remove_word", surface)
+        removed: UserWord | SkippedEntry = call_retrying(self.supervisor, "remove_word", surface)
         return removed
 
     def update_words(
         self, add: Sequence[UserWord], remove: Sequence[str], keep_existing: bool
     ) -> tuple[UserWord, ...]:
         added: tuple[UserWord, ...] = call_retrying(
-            self, "update_words", list(add), list(remove), keep_existing
+            self.supervisor, "update_words", list(add), list(remove), keep_existing
         )
         return added
 
     def close(self) -> None:
-        """Stop the child and start no other; calls still waiting fail with WorkerCrashed.
+        """Stop the child and start no other (see :meth:`Supervisor.close`)."""
+        self.supervisor.close()
 
-        The child is asked to exit (its work in flight is dropped) and killed if it
-        does not within 10 s; the pipe is closed only once the reader is done with it.
-        """
-        with self._lock:
-            self._closing = True
-            generation = self._generation
-        self._stopped.set()
-        self._ready.clear()
-        if generation is None:
-            return
-        self._notify(generation, "stop")
-        generation.process.join(timeout=10)
-        if generation.process.is_alive():
-            generation.process.kill()
-            generation.process.join(timeout=5)
-        if generation.reader is not None:
-            generation.reader.join(timeout=10)
-        with contextlib.suppress(OSError):
-            generation.conn.close()
-
-    # -- calls ------------------------------------------------------------------
-    def _current(self) -> Generation:
-        """The running child, waiting for one that is starting."""
-        if not self._ready.wait(self._ready_timeout):
-            reason = f" ({self.failure})" if self.failure else ""
-            raise WorkerUnavailable(f"the synthesis worker is restarting{reason}; retry shortly")
-        generation = self._generation
-        if generation is None or self._closing:
-            raise WorkerUnavailable("the server is shutting down")
-        return generation
-
-    def _call(
-        self,
-        generation: Generation,
-        op: str,
-        *args: Any,
-        size: float | None = None,
-        timeout: float | None = None,
-    ) -> Any:
-        """Send one call and wait for its answer; the watchdog fails it once it is overdue
-        (``size``: its units of work, by default :func:`work_size`; ``timeout``: seconds
-        instead of the deadline of its size). CallNotStarted: the child died before it
-        began the call."""
-        units = work_size(op, args) if size is None else size
-        seconds = self._liveness.deadline(units) if timeout is None else timeout
-        call = Call(deadline=time.monotonic() + seconds)
-        with self._lock:
-            if not generation.alive:
-                raise CallNotStarted("the synthesis worker died; it is being restarted")
-            call_id = next(self._ids)
-            generation.calls[call_id] = call
-        try:
-            with self._send_lock:
-                generation.conn.send((call_id, op, args))
-        except (OSError, ValueError):
-            with self._lock:
-                generation.calls.pop(call_id, None)
-            if generation.hung:
-                raise WorkerHung(generation.hung) from None
-            raise CallNotStarted("the synthesis worker died; it is being restarted") from None
-        call.done.wait()
-        if call.ok:
-            return call.value
-        raise call.value
-
-    def _notify(self, generation: Generation, op: str, *args: Any) -> None:
-        """A message that needs no answer (cancel); lost if the child is gone."""
-        with contextlib.suppress(OSError, ValueError), self._send_lock:
-            generation.conn.send((0, op, args))
-
-    # -- the child's life -------------------------------------------------------
-    def _start(self, number: int) -> bool:
-        """Start a child and replay the voice changes on it; whether it is ready (False:
-        it died during the replay, and its reader is starting the next one)."""
-        conn, process, voices = spawn_worker(
-            self._context, self._factory, self._log_levels, number, self._start_timeout
-        )
-        generation = Generation(number, conn, process)
-        generation.reader = threading.Thread(
-            target=self._read, args=(generation,), name="yomiage-worker-reader", daemon=True
-        )
-        with self._lock:
-            self._generation = generation
-        generation.reader.start()
-        with self._changing:
-            try:
-                voices = self._changes.replay(functools.partial(self._change, generation)) or voices
-            except (WorkerCrashed, WorkerUnavailable):
-                return False
-            self._voices = MappingProxyType(dict(voices))
-        self.failure = None
-        self._last_pong = time.monotonic()
-        self._ping_pending = False
-        self._ready.set()
-        return True
-
+    # -- the voices -------------------------------------------------------------
     def _change(self, generation: Generation, op: str, *args: Any) -> Mapping[str, VoiceCard]:
         """A voice loaded or unloaded in the child: the voices it has now. A load may take
-        as long as a start (a big voice takes a minute)."""
-        timeout = max(self._start_timeout, self._liveness.call_timeout)
-        voices = self._call(generation, op, *args, timeout=timeout if op == "load_voice" else None)
+        as long as a start (a big voice takes a minute; its progress moves the deadline)."""
+        timeout = self.supervisor.load_timeout if op == "load_voice" else None
+        voices = self.supervisor.call(generation, op, *args, timeout=timeout)
         return MappingProxyType(dict(voices))
 
-    def _read(self, generation: Generation) -> None:
-        """Route the child's answers to their callers until it dies, then restart it."""
-        try:
-            while True:
-                call_id, ok, value = generation.conn.recv()
-                with self._lock:
-                    if ok is None:  # not an answer: the child began the call, or (a
-                        # value) a voice it loads moved on a step: the load's deadline too
-                        began = generation.calls.get(call_id)
-                        if began is not None:
-                            began.started = True
-                            if value is not None:
-                                began.deadline = time.monotonic() + self._start_timeout
-                        continue
-                    call = generation.calls.pop(call_id, None)
-                if call is not None:
-                    call.finish(ok, value)
-        except Exception as exc:  # EOF when the child is gone; anything else breaks the pipe too
-            if not isinstance(exc, EOFError | OSError):
-                log.error("the pipe to the synthesis worker broke: %s", exc)
-        finally:
-            self._lost(generation)
-
-    def _lost(self, generation: Generation) -> None:
-        """The child is gone: fail what waited on it and, unless closing, start another."""
-        self._ready.clear()
-        generation.process.join(timeout=5)
-        with self._lock:
-            generation.alive = False
-            pending = list(generation.calls.values())
-            generation.calls.clear()
-            closing = self._closing
-        generation.gone.set()
-        how = describe_exit(generation.process.exitcode)
-        for call in pending:
-            call.finish(False, generation.failure(call, how))
-        if closing:
-            return
-        if generation.hung:
-            log.error("%s (%d call(s) in flight)", generation.hung, len(pending))
-        else:
-            self.crashes += 1
-            log.error(
-                "the synthesis worker died (%s) with %d call(s) in flight; restarting it",
-                how,
-                len(pending),
-            )
-        self._restart(generation.number + 1)
-
-    def _restart(self, number: int) -> None:
-        delay = 0.5
-        while not self._closing:
-            started = time.perf_counter()
-            try:
-                if not self._start(number):
-                    return  # it died replaying the voice changes: its reader restarts it
-            except Exception as exc:  # keep trying: the cause may pass (memory, disk)
-                self.failure = str(exc)
-                log.error("the synthesis worker did not restart: %s; again in %.1f s", exc, delay)
-                time.sleep(delay)
-                delay = min(delay * 2, 30.0)
-                continue
-            self.restarts += 1
-            self.last_restart_seconds = time.perf_counter() - started
-            log.warning("synthesis worker restarted in %.2f s", self.last_restart_seconds)
-            return
-
-    # -- the watchdog -----------------------------------------------------------
-    def _watch(self) -> None:
-        """Ping the worker between calls; kill it once a call or a ping is overdue."""
-        while not self._stopped.wait(self._liveness.heartbeat_interval):
-            generation = self._generation
-            if generation is None or not generation.alive:
-                continue
-            now = time.monotonic()
-            with self._lock:  # also while not ready: a voice replayed on a restart may hang
-                overdue = any(call.deadline < now for call in generation.calls.values())
-            if overdue:
-                self._kill_hung(generation)
-            elif self._ready.is_set() and not self._ping_pending:
-                self._ping(generation)
-
-    def _ping(self, generation: Generation) -> None:
-        def pong() -> None:
-            self._last_pong = time.monotonic()
-            self._ping_pending = False
-
-        call = Call(deadline=time.monotonic() + self._liveness.ping_deadline, on_ok=pong)
-        with self._lock:
-            if not generation.alive:
-                return
-            call_id = next(self._ids)
-            generation.calls[call_id] = call
-        self._ping_pending = True
-        with contextlib.suppress(OSError, ValueError), self._send_lock:
-            generation.conn.send((call_id, "ping", ()))
-
-    def _kill_hung(self, generation: Generation) -> None:
-        """Kill a worker that stopped answering; the reader sees it go and restarts it."""
-        with self._lock:
-            if not generation.alive or generation.hung:
-                return
-            generation.hung = (
-                "the synthesis worker stopped answering (a call passed its deadline); "
-                "it was killed and is being restarted; retry shortly"
-            )
-        self.hangs += 1
-        self._ready.clear()
-        generation.process.kill()
+    def _restore_voices(self, generation: Generation, voices: Mapping[str, VoiceCard]) -> None:
+        """Make a child just started (``voices``: those it started with) have the voices
+        loaded and unloaded since the first one: the supervisor's ``prepare``. Raises
+        WorkerCrashed or WorkerUnavailable when the child dies meanwhile."""
+        with self._changing:
+            replayed = self._changes.replay(functools.partial(self._change, generation))
+            self._voices = MappingProxyType(dict(replayed or voices))

@@ -1,6 +1,6 @@
-"""What :mod:`yomiage.server.engine.worker` and its streams share: the errors a call to the
-worker may end in, one call waiting for its answer, and one worker process with the
-calls in flight on it."""
+"""What the worker's supervisor (:mod:`.worker_supervisor`) and the users of its calls
+share: the errors a call to the worker may end in, one call waiting for its answer, and
+one worker process with the calls in flight on it."""
 
 from __future__ import annotations
 

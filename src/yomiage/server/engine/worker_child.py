@@ -1,4 +1,4 @@
-"""The worker process's side of :mod:`yomiage.server.engine.worker`: build the engine, then
+"""The worker process's side of :mod:`.worker_supervisor`: build the engine, then
 answer the parent's calls over the pipe until it closes.
 
 Each call runs in a thread of its own (a slow stream must not hold the others);

@@ -18,32 +18,20 @@ voice change (it holds the lock that the restart's replay of the changes needs).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from yomiage.server.engine.worker_calls import CallNotStarted, Generation, WorkerUnavailable
-
-if TYPE_CHECKING:
-    from yomiage.server.engine.worker import WorkerService
+from yomiage.server.engine.worker_calls import CallNotStarted
+from yomiage.server.engine.worker_supervisor import Supervisor
 
 log = logging.getLogger(__name__)
 
 
-def next_worker(service: WorkerService, dead: Generation) -> Generation:
-    """The worker started after ``dead``, which a call just found dead: first wait until the
-    reader has seen it die (until then ``dead`` is still the one handed out), then as any
-    call waits for a worker (WorkerUnavailable when none is ready in time)."""
-    dead.gone.wait(service._ready_timeout)
-    if service._closing:
-        raise WorkerUnavailable("the server is shutting down")
-    return service._current()
-
-
-def call_retrying(service: WorkerService, op: str, *args: Any) -> Any:
+def call_retrying(supervisor: Supervisor, op: str, *args: Any) -> Any:
     """``op`` on the current worker; once more on the next one if this one died before it
     began it (a second such death fails the call)."""
-    generation = service._current()
+    generation = supervisor.current()
     try:
-        return service._call(generation, op, *args)
+        return supervisor.call(generation, op, *args)
     except CallNotStarted as exc:
         log.info("%s; sending its %s call to the next worker", exc, op)
-        return service._call(next_worker(service, generation), op, *args)
+        return supervisor.call(supervisor.next_after(generation), op, *args)

@@ -1,4 +1,4 @@
-"""Start one worker process for :mod:`yomiage.server.engine.worker` and wait until it is ready.
+"""Start one worker process for :mod:`.worker_supervisor` and wait until it is ready.
 
 The wait is bounded by the time since the worker last made progress, not since it
 started: a first load that measures its plan reports each step
