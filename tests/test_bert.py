@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -166,17 +165,16 @@ def test_tokenizer_errors_name_the_path(tmp_path: Path) -> None:
         CharTokenizer.from_file(tmp_path / "tokenizer.json")
 
 
-def test_full_size_vocab_loads_fast(tmp_path: Path) -> None:
+def test_full_size_vocab_loads(tmp_path: Path) -> None:
+    """A vocabulary of the real size loads with every id where it belongs (how fast it
+    loads is a benchmark's question, not a test's)."""
     specials = ["[PAD]", "[CLS]", "[SEP]", "[UNK]", "[MASK]"]
     chars = [chr(c) for c in range(0x4E00, 0x4E00 + 22_007)]  # CJK ideographs: distinct
     path = tmp_path / "vocab.txt"
     path.write_text("\n".join(specials + chars) + "\n", encoding="utf-8")
-    start = time.perf_counter()
     tok = CharTokenizer.from_vocab(path)
-    elapsed = time.perf_counter() - start
     assert tok.vocab_size == 22_012
     assert tok.encode(chars[0] + chars[-1]) == [1, 5, 22_011, 2]
-    assert elapsed < 0.5  # ~10 ms on a laptop; generous for slow CI machines
 
 
 # --------------------------------------------------------------------- features
