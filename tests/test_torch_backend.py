@@ -94,3 +94,17 @@ def test_bad_options() -> None:
     for bad in ({"sdp_ratio": 1.5}, {"speed": 0}, {"noise": -1}, {"speed": float("nan")}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             SynthesisOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_a_reading_edited_to_no_frames_decodes_one_frame_window_by_window(
+    backend: TorchBackend, voice: PyTorchVoice, frontend: Frontend
+) -> None:
+    """SBV2 makes at least one frame of a reading whose tokens are all given none (an
+    edited timing); the windowed decoding ran out of flow spans on it instead."""
+    options = SynthesisOptions(noise=0.0, noise_w=0.0)
+    [encoded] = encode(backend, voice, [frontend.g2p("うん。")], options, backend.new_rng(0))
+    silent = voice.with_durations(encoded, np.zeros_like(encoded.durations))
+    windowed = np.concatenate(list(voice.decode_windows(silent, options, backend.new_rng(0))))
+    whole = voice.decode(silent, options, backend.new_rng(0))
+    assert len(windowed) == len(whole) == voice.info.hop_length
+    assert float(np.abs(windowed - whole).max()) <= 1e-4

@@ -12,7 +12,7 @@ duration predictor and fall back to the floor without it (as the reference).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,15 @@ from yomiage.runtime.layouts import DURATION_PREDICTOR, SYNTHESIZER
 from yomiage.runtime.onnx_voice import SentenceFeeds, sentence_feeds
 from yomiage.runtime.sessions import Sessions
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
+from yomiage.runtime.voice_steps import SentenceVoice
 from yomiage.sbv2.config import load_config
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 
 
-class HayakoeVoice:
-    """A HayaKoe ONNX speaker folder."""
+class HayakoeVoice(SentenceVoice):
+    """A HayaKoe ONNX speaker folder: its one graph makes a sentence's audio as it
+    encodes it, so decoding only hands that audio on."""
 
     def __init__(self, folder: Path, sessions: Sessions) -> None:
         config = load_config(folder / "config.json")
@@ -87,29 +89,26 @@ class HayakoeVoice:
         feeds.update({k: np.array([v], dtype=np.float32) for k, v in scalar.items()})
         return feeds
 
-    def encode(
+    def encode_sentence(
         self,
-        sentences: Sequence[Phonemes],
-        features: Sequence[npt.NDArray[np.float32]],
+        phonemes: Phonemes,
+        features: npt.NDArray[np.float32],
         options: SynthesisOptions,
         rng: Any,
-    ) -> list[EncodedSentence]:
+    ) -> EncodedSentence:
         """Runs the whole synthesizer: its audio is the state, its durations the timings."""
-        out = []
-        for phonemes, hidden in zip(sentences, features, strict=True):
-            x = sentence_feeds(self.info, self.styles, phonemes, hidden, options)
-            feeds = self._feeds(x, options)
-            outputs = dict(zip(self._outputs, self.synthesizer.run(feeds), strict=True))
-            audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
-            if "durations" in outputs:
-                durations = outputs["durations"][0].astype(np.int64)
-            else:
-                predicted = self._predicted(feeds)
-                if predicted is None:  # load refuses such a folder; kept for a clear error
-                    raise ModelLoadError("this HayaKoe voice gives no durations")
-                durations = predicted
-            out.append(EncodedSentence(phonemes, x.inputs, durations, audio))
-        return out
+        x = sentence_feeds(self.info, self.styles, phonemes, features, options)
+        feeds = self._feeds(x, options)
+        outputs = dict(zip(self._outputs, self.synthesizer.run(feeds), strict=True))
+        audio = np.ascontiguousarray(outputs[self._outputs[0]][0, 0], dtype=np.float32)
+        if "durations" in outputs:
+            durations = outputs["durations"][0].astype(np.int64)
+        else:
+            predicted = self._predicted(feeds)
+            if predicted is None:  # load refuses such a folder; kept for a clear error
+                raise ModelLoadError("this HayaKoe voice gives no durations")
+            durations = predicted
+        return EncodedSentence(phonemes, x.inputs, durations, audio)
 
     def durations(
         self,
@@ -118,6 +117,7 @@ class HayakoeVoice:
         options: SynthesisOptions,
         rng: Any,
     ) -> Durations | None:
+        """The duration predictor alone (no audio made); None without one."""
         x = sentence_feeds(self.info, self.styles, phonemes, features, options)
         frames = self._predicted(self._feeds(x, options))
         return None if frames is None else Durations(x.inputs, frames)

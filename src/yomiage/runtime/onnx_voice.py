@@ -11,7 +11,8 @@ by the generator's receptive field that grow from a small first one
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,9 +26,7 @@ from yomiage.runtime.bundle import VoiceManifest, read_manifest
 from yomiage.runtime.chunking import (
     Window,
     Windowing,
-    clause_ends,
     fixed_windows,
-    flow_spans,
     window_lengths,
     windows,
 )
@@ -43,7 +42,8 @@ from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_byte
 from yomiage.runtime.plan import Plan
 from yomiage.runtime.sessions import Sessions, probe_speaker
 from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
-from yomiage.runtime.voice import Durations, EncodedSentence, VoiceCredits, VoiceInfo
+from yomiage.runtime.voice import EncodedSentence, VoiceCredits, VoiceInfo
+from yomiage.runtime.voice_steps import WindowedVoice
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import ModelInputs, to_model_inputs
@@ -77,7 +77,7 @@ def sentence_feeds(
     return SentenceFeeds(inputs, bert, style, options.speaker_id)
 
 
-class BundleVoice:
+class BundleVoice(WindowedVoice):
     """A bundle from ``yomiage convert``: durations first, audio window by window."""
 
     def __init__(
@@ -143,36 +143,6 @@ class BundleVoice:
         self._settle()
         self.bert_dim = m.bert_dim
         self.styles: StyleTable = load_styles(m.file("style_vectors.npy"), m.style2id)
-
-    def encode(
-        self,
-        sentences: Sequence[Phonemes],
-        features: Sequence[npt.NDArray[np.float32]],
-        options: SynthesisOptions,
-        rng: Any,
-    ) -> list[EncodedSentence]:
-        out = []
-        for phonemes, hidden in zip(sentences, features, strict=True):
-            x = sentence_feeds(self.info, self.styles, phonemes, hidden, options)
-            durations, state = self._encode(x, options, rng)
-            out.append(EncodedSentence(phonemes, x.inputs, durations, state))
-        return out
-
-    def durations(
-        self,
-        phonemes: Phonemes,
-        features: npt.NDArray[np.float32],
-        options: SynthesisOptions,
-        rng: Any,
-    ) -> Durations:
-        x = sentence_feeds(self.info, self.styles, phonemes, features, options)
-        return Durations(x.inputs, self._encode(x, options, rng)[0])
-
-    def with_durations(
-        self, encoded: EncodedSentence, durations: npt.NDArray[np.int64]
-    ) -> EncodedSentence:
-        """The decoder reads the durations from the sentence itself (decode_windows)."""
-        return replace(encoded, durations=durations)
 
     def warm_shapes(self) -> None:
         """Run the decoder once at each window length its schedule uses, and the flow at
@@ -266,9 +236,14 @@ class BundleVoice:
         amounts, lost, _ = trims.amounts(left, right)
         return amounts, lost
 
-    def _encode(
-        self, x: SentenceFeeds, options: SynthesisOptions, rng: Any
-    ) -> tuple[npt.NDArray[np.int64], Any]:
+    def encode_sentence(
+        self,
+        phonemes: Phonemes,
+        features: npt.NDArray[np.float32],
+        options: SynthesisOptions,
+        rng: Any,
+    ) -> EncodedSentence:
+        x = sentence_feeds(self.info, self.styles, phonemes, features, options)
         t = x.inputs.length
         noise = rng.standard_normal((1, 2, t), dtype=np.float32) * np.float32(options.noise_w)
         feeds = {
@@ -286,32 +261,24 @@ class BundleVoice:
         # The flow and decoder take the speaker as sid (their speaker tables) or, in a
         # bundle made before those, as g; each graph takes the one it names.
         speaker = {"g": g, "sid": feeds["sid"]}
-        return durations[0, 0].astype(np.int64), (m_p, logs_p, speaker)
+        state = (m_p, logs_p, speaker)
+        return EncodedSentence(phonemes, x.inputs, durations[0, 0].astype(np.int64), state)
 
-    def decode_windows(
-        self,
-        encoded: EncodedSentence,
-        options: SynthesisOptions,
-        rng: Any,
-        *,
-        lead_frames: int = 0,
-    ) -> Iterator[npt.NDArray[np.float32]]:
-        m_p, logs_p, speaker = encoded.state
-        durations = encoded.durations
-        if durations.sum() == 0:  # SBV2 makes at least one frame
-            durations = durations.copy()
-            durations[-1] = 1
-        mean = np.repeat(m_p, durations, axis=2)
-        scale = np.exp(np.repeat(logs_p, durations, axis=2))
+    def _prior(
+        self, state: Any, frames: npt.NDArray[np.int64], options: SynthesisOptions, rng: Any
+    ) -> npt.NDArray[np.float32]:
+        m_p, logs_p, _ = state
+        mean = np.repeat(m_p, frames, axis=2)
+        scale = np.exp(np.repeat(logs_p, frames, axis=2))
         eps = rng.standard_normal(mean.shape, dtype=np.float32)
-        z_p = (mean + eps * scale * np.float32(options.noise)).astype(np.float32)
-        del mean, scale, eps
+        z_p: npt.NDArray[np.float32] = mean + eps * scale * np.float32(options.noise)
+        return z_p.astype(np.float32)
+
+    def _flow(self, z_p: npt.NDArray[np.float32], state: Any) -> npt.NDArray[np.float32]:
+        return self.flow_span(z_p, state[2])
+
+    def _windows(self, n_frames: int, lead_frames: int) -> Iterator[tuple[Window, int]]:
         w = self.windowing
-        breaks = clause_ends(encoded.inputs.phone_ids)
-        spans = iter(flow_spans(durations, breaks, w.flow_frames, w.first_flow_frames))
-        z = np.empty_like(z_p)
-        flowed = 0  # frames of z made so far
-        hop = self.info.hop_length
         context = self.manifest.receptive_field_frames
         first = min(w.first_window_frames, w.window_frames)
         # Small first windows are for the stream's first audio; once the listener
@@ -319,30 +286,32 @@ class BundleVoice:
         step = first
         while 2 * step <= min(lead_frames, w.window_frames):
             step *= 2
-        trims = self._stage_trims()
         if self.decoder.few_shapes:
             # Balanced trims need every span padded by the whole context, zeros or not.
-            padding = 2 * context if trims is not None else 0
-            plan = fixed_windows(
-                z.shape[2], w.window_frames, context, first, start=step, min_padding=padding
+            padding = 2 * context if self._stage_trims() is not None else 0
+            return fixed_windows(
+                n_frames, w.window_frames, context, first, start=step, min_padding=padding
             )
-        else:
-            plan = ((window, 0) for window in windows(z.shape[2], w.window_frames, context, step))
+        return ((window, 0) for window in windows(n_frames, w.window_frames, context, step))
+
+    def _decode(
+        self, z: npt.NDArray[np.float32], window: Window, zeros: int, state: Any
+    ) -> npt.NDArray[np.float32]:
+        if zeros:
+            z = np.pad(z, ((0, 0), (0, 0), (0, zeros)))
+        feeds = {"z": z, **state[2]}
+        lost = 0  # samples the trims left out before the window's own
+        trims = self._stage_trims()
+        if trims is not None:
+            feeds[TRIM_INPUT], lost = self._trims_for(trims, window, zeros)
+        audio = self.decoder.run(feeds)[0]
+        return np.ascontiguousarray(audio[0, 0, window.crop(self.info.hop_length, lost)])
+
+    @contextmanager
+    def _decoding(self) -> Iterator[None]:
+        """The memory a sentence's windows freed goes back to the system after it."""
         try:
-            for window, zeros in plan:
-                while flowed < window.pad_stop:  # the flow runs a span ahead of the decoder
-                    start, stop = next(spans)
-                    z[:, :, start:stop] = self.flow_span(z_p[:, :, start:stop], speaker)
-                    flowed = stop
-                padded = z[:, :, window.pad_start : window.pad_stop]
-                if zeros:
-                    padded = np.pad(padded, ((0, 0), (0, 0), (0, zeros)))
-                feeds = {"z": padded, **speaker}
-                lost = 0  # samples the trims left out before the window's own
-                if trims is not None:
-                    feeds[TRIM_INPUT], lost = self._trims_for(trims, window, zeros)
-                audio = self.decoder.run(feeds)[0]
-                yield np.ascontiguousarray(audio[0, 0, window.crop(hop, lost)])
+            yield
         finally:
             release_free_memory()
 

@@ -9,6 +9,7 @@ break in half precision (spec §11).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,19 +20,18 @@ import torch
 
 from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
 from yomiage.errors import ModelLoadError
-from yomiage.model import TorchVoice, load_voice
+from yomiage.model import Encoded, TorchVoice, load_voice
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.chunking import (
     DEFAULT_FIRST_WINDOW_FRAMES,
     DEFAULT_WINDOW_FRAMES,
-    FIRST_FLOW_SPAN_FRAMES,
-    FLOW_SPAN_FRAMES,
-    clause_ends,
-    flow_spans,
+    Window,
+    Windowing,
     receptive_field_frames,
     windows,
 )
-from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
+from yomiage.runtime.voice import EncodedSentence, VoiceInfo
+from yomiage.runtime.voice_steps import WindowedVoice
 from yomiage.synthesis.pauses import join_token_rows
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
@@ -104,7 +104,7 @@ def _check_cuda_device(device: str) -> None:
         )
 
 
-class PyTorchVoice:
+class PyTorchVoice(WindowedVoice):
     """Our JP-Extra model of one SBV2 folder. Everything runs in float32: the SDP's
     spline and the flow break in half precision (spec §11)."""
 
@@ -124,55 +124,43 @@ class PyTorchVoice:
         # Decoder windows: small on CPU for early audio; on a GPU one window
         # covers most sentences (memory stays bounded on longer ones).
         on_gpu = device.type == "cuda"
-        self.window_frames = 4096 if on_gpu else DEFAULT_WINDOW_FRAMES
-        self.first_window = 4096 if on_gpu else DEFAULT_FIRST_WINDOW_FRAMES
+        self.windowing = Windowing(
+            window_frames=4096 if on_gpu else DEFAULT_WINDOW_FRAMES,
+            first_window_frames=4096 if on_gpu else DEFAULT_FIRST_WINDOW_FRAMES,
+        )
         self.context = receptive_field_frames(c.model)
 
-    def encode(
-        self,
-        sentences: Sequence[Phonemes],
-        features: Sequence[torch.Tensor],
-        options: SynthesisOptions,
-        rng: Any,
-    ) -> list[EncodedSentence]:
+    def encode_sentence(
+        self, phonemes: Phonemes, features: torch.Tensor, options: SynthesisOptions, rng: Any
+    ) -> EncodedSentence:
         self.info.check_speaker(options)
         v = self.loaded
         style = torch.from_numpy(v.styles.vector(options.style, options.style_weight))
         style = style[None].to(self.device)
         sid = torch.tensor([options.speaker_id], device=self.device)
-        out = []
+        inputs = to_model_inputs(
+            phonemes.phones, phonemes.tones, phonemes.word2ph, add_blank=v.config.add_blank
+        )
         with torch.inference_mode():
-            for phonemes, hidden in zip(sentences, features, strict=True):
-                inputs = to_model_inputs(
-                    phonemes.phones, phonemes.tones, phonemes.word2ph, add_blank=v.config.add_blank
-                )
-                bert = expand_to_phones_torch(hidden, inputs.word2ph)[None]
-                phone_ids, tone_ids, language_ids = (
-                    torch.from_numpy(a)[None].to(self.device)
-                    for a in (inputs.phone_ids, inputs.tone_ids, inputs.language_ids)
-                )
-                encoded = v.model.encode(
-                    phone_ids,
-                    tone_ids,
-                    language_ids,
-                    bert,
-                    style,
-                    sid,
-                    sdp_ratio=options.sdp_ratio,
-                    noise_scale_w=options.noise_w,
-                    length_scale=options.speed,
-                    generator=rng,
-                )
-                durations = encoded.durations[0, 0].to("cpu", torch.int64).numpy()
-                out.append(EncodedSentence(phonemes, inputs, durations, encoded))
-        return out
-
-    def durations(
-        self, phonemes: Phonemes, features: torch.Tensor, options: SynthesisOptions, rng: Any
-    ) -> Durations:
-        """Token durations without audio (the encoder alone; for pauses)."""
-        [encoded] = self.encode([phonemes], [features], options, rng)
-        return Durations(encoded.inputs, encoded.durations)
+            bert = expand_to_phones_torch(features, inputs.word2ph)[None]
+            phone_ids, tone_ids, language_ids = (
+                torch.from_numpy(a)[None].to(self.device)
+                for a in (inputs.phone_ids, inputs.tone_ids, inputs.language_ids)
+            )
+            encoded = v.model.encode(
+                phone_ids,
+                tone_ids,
+                language_ids,
+                bert,
+                style,
+                sid,
+                sdp_ratio=options.sdp_ratio,
+                noise_scale_w=options.noise_w,
+                length_scale=options.speed,
+                generator=rng,
+            )
+            durations = encoded.durations[0, 0].to("cpu", torch.int64).numpy()
+        return EncodedSentence(phonemes, inputs, durations, encoded)
 
     def with_durations(
         self, encoded: EncodedSentence, durations: npt.NDArray[np.int64]
@@ -195,35 +183,31 @@ class PyTorchVoice:
             audio: npt.NDArray[np.float32] = decoded.audio[0, 0].to("cpu").numpy()
         return audio
 
-    def decode_windows(
-        self,
-        encoded: EncodedSentence,
-        options: SynthesisOptions,
-        rng: Any,
-        *,
-        lead_frames: int = 0,
-    ) -> Iterator[npt.NDArray[np.float32]]:
-        """The sentence's audio window by window, the flow in spans a window ahead
-        (:mod:`yomiage.runtime.chunking`), so memory stays bounded on any sentence.
-        Windows are large on a GPU, where the decoder is not the bottleneck."""
-        model, hop = self.loaded.model, self.info.hop_length
-        spans = flow_spans(
-            encoded.durations,
-            clause_ends(encoded.inputs.phone_ids),
-            FLOW_SPAN_FRAMES,
-            FIRST_FLOW_SPAN_FRAMES,
-        )
-        with torch.inference_mode():
-            z_p = model.prior_sample(encoded.state, noise_scale=options.noise, generator=rng)
-            g = encoded.state.g
-            z = torch.empty_like(z_p)
-            pending = iter(spans)
-            flowed = 0
-            for w in windows(z.shape[2], self.window_frames, self.context, self.first_window):
-                while flowed < w.pad_stop:
-                    start, stop = next(pending)
-                    z[:, :, start:stop] = model.flow_reverse(z_p[:, :, start:stop], g)
-                    flowed = stop
-                audio = model.dec(z[:, :, w.pad_start : w.pad_stop], g)[0, 0]
-                piece: npt.NDArray[np.float32] = audio[w.crop(hop)].to("cpu").numpy()
-                yield piece
+    def _prior(
+        self, state: Encoded, frames: npt.NDArray[np.int64], options: SynthesisOptions, rng: Any
+    ) -> torch.Tensor:
+        """From the durations in ``state`` (:meth:`with_durations` keeps them in step)."""
+        return self.loaded.model.prior_sample(state, noise_scale=options.noise, generator=rng)
+
+    def _flow(self, z_p: torch.Tensor, state: Encoded) -> torch.Tensor:
+        return self.loaded.model.flow_reverse(z_p, state.g)
+
+    def _windows(self, n_frames: int, lead_frames: int) -> Iterator[tuple[Window, int]]:
+        """The same windows for every sentence: on a GPU, where the decoder is not the
+        bottleneck, one covers most sentences."""
+        w = self.windowing
+        each = windows(n_frames, w.window_frames, self.context, w.first_window_frames)
+        return ((window, 0) for window in each)
+
+    def _decode(
+        self, z: torch.Tensor, window: Window, zeros: int, state: Encoded
+    ) -> npt.NDArray[np.float32]:
+        audio = self.loaded.model.dec(z, state.g)[0, 0]
+        piece: npt.NDArray[np.float32] = audio[window.crop(self.info.hop_length)].to("cpu").numpy()
+        return piece
+
+    def _empty_like(self, z_p: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(z_p)
+
+    def _decoding(self) -> AbstractContextManager[Any]:
+        return torch.inference_mode()
