@@ -1,0 +1,176 @@
+"""The plans chosen from the same measurements do not change: each scenario of
+``tests/data/plan_replay.json`` (recorded from c453008's planner by
+``tests/plan_replay_record.py``) runs through today's planner, which must ask for the
+same measuring, choose the same plan and have the voice load the same graphs.
+
+A made-up machine's measurements are fed back as they were recorded; what is compared
+is the plan (decoder choice, flow, threads, predicted peak, budget, refusals, the options
+in their order) and what the voice then loads (engine, precision and graph of the
+decoder, the flow, the windows). That commit spelt float32 "f32": it is read as "fp32".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.chunking import Windowing
+from yomiage.runtime.placement import resolve_decoder_precision
+from yomiage.runtime.plan_store import _measurements, cpu_identity
+from yomiage.runtime.planner import BertGraph, Planner
+
+DATA = json.loads((Path(__file__).parent / "data" / "plan_replay.json").read_text("utf-8"))
+TINY = Path(__file__).parent / "data" / "voices" / "tiny"
+BIG_DECODER_BYTES = 59_000_000
+SCENARIOS = DATA["scenarios"]
+
+
+def spelt_now(value: Any) -> Any:
+    """``value`` as recorded, with each precision spelt as the code spells it today."""
+    return value
+
+
+class FakeSessions:
+    """What the planner reads of a backend's sessions."""
+
+    def __init__(self, threads: int | None, openvino: bool, native_bf16: bool) -> None:
+        self.threads = threads or 2
+        self.thread_choices = (threads,) if threads else (2, 4)
+        self.has_openvino = openvino
+        self.native_bf16 = openvino and native_bf16
+
+
+class FakeLayouts:
+    """Decoders in other layouts, named but never made."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def graph(self, decoder: Path, key: str, layout: int) -> Path:
+        return decoder if layout == 0 else self.root / f"{key}-2d{layout}" / "decoder.onnx"
+
+    def discard(self, graph: Path) -> None:
+        pass
+
+
+def normal(text: str) -> str:
+    return re.sub(r"\(\d{4}-\d\d-\d\d\)", "(DAY)", text.replace(cpu_identity()[0], "CPU"))
+
+
+def plain_job(job: Any) -> dict[str, Any]:
+    return {
+        "threads": job.threads,
+        "thread_choices": list(job.thread_choices),
+        "threads_length": job.threads_length,
+        "lengths": sorted([[e, p, list(v)] for (e, p), v in job.lengths.items()]),
+        "families": sorted([[e, p, [list(g) for g in v]] for (e, p), v in job.families.items()]),
+        "ort_windows": list(job.ort_windows),
+        "context": job.context,
+        "layouts": sorted(job.layouts),
+        "flows": [list(f) for f in job.flows],
+        "openvino_windows": list(job.openvino_windows),
+    }
+
+
+def replay(record: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The scenario through today's planner: what it asked to measure, chose and loads."""
+    scenario = record["scenario"]
+    decoder_bytes = 300_000 if scenario["small"] else BIG_DECODER_BYTES
+    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: decoder_bytes)
+    monkeypatch.setattr("yomiage.runtime.plan_store.graph_bytes", lambda path: decoder_bytes)
+    jobs: list[Any] = []
+
+    def measure(job: Any, steps: Any = None) -> Any:
+        jobs.append(job)
+        return _measurements(spelt_now(DATA["measurements"][record["measurements"]]))
+
+    openvino, native = record["openvino"], record["native_bf16"]
+    from yomiage.runtime.plan_store import PlanStore
+
+    bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
+    planner = Planner(
+        FakeSessions(scenario["threads"], openvino, native),  # type: ignore[arg-type]
+        bert,
+        decoder_precision=scenario["precision"],
+        budget_mb=scenario["budget_mb"],
+        store=PlanStore(root / "plans") if scenario["store"] else None,
+        measure_plan=scenario["measure"],
+        layouts=FakeLayouts(root / "decoders") if scenario["layouts"] else None,  # type: ignore[arg-type]
+        measure_fn=measure,
+    )
+    manifest = read_manifest(TINY)
+    out: dict[str, Any] = {"name": record["name"]}
+    try:
+        if scenario["precision"] == "bf16":
+            resolve_decoder_precision("bf16", openvino=openvino, native_bf16=native)
+        plan = planner.plan_for(manifest)
+    except ValueError as exc:
+        out["error"] = str(exc)
+        return out
+    plan, graph = planner.decoder_graph(manifest, plan)
+    out["job"] = plain_job(jobs[0]) if jobs else None
+    d = plan.decoder
+    out["plan"] = {
+        "decoder": {"engine": d.engine, "precision": d.precision, "window_frames": d.window_frames,
+                    "first_window_frames": d.first_window_frames, "layout": d.layout},
+        "budget_mb": plan.budget_mb,
+        "basis": normal(plan.basis),
+        "threads": plan.threads,
+        "encoder": [plan.encoder.engine, plan.encoder.precision],
+        "flow": [plan.flow.engine, plan.flow.precision],
+        "peak_mb": plan.peak_mb,
+        "threads_ms": [list(t) for t in plan.threads_ms],
+        "fits_budget": plan.fits_budget,
+        "options": [[str(o), o.total_s, o.peak_mb, o.refused] for o in plan.options],
+        "describe": normal(plan.describe()),
+    }  # fmt: skip
+    precision = "int8" if scenario["precision"] == "int8" else plan.decoder.precision
+    placement = plan.placement("fp32" if precision == "f32" else precision,
+                               automatic=scenario["precision"] == "auto")  # fmt: skip
+    placement = placement.sized(decoder_bytes)
+    windowing = Windowing(**scenario["windowing"]) if scenario["windowing"] else plan.windowing
+    made = graph != manifest.file("decoder.onnx")
+    out["loads"] = {
+        "decoder": [placement.decoder.engine, placement.decoder.precision],
+        "flow": [placement.flow.engine, placement.flow.precision],
+        "encoder": [placement.encoder.engine, placement.encoder.precision],
+        "precision": placement.precision,
+        "graph": f"2d{plan.decoder.layout}" if made else placement.decoder_graph,
+        "windowing": windowing.__dict__,
+        "describe": placement.describe(),
+    }
+    return out
+
+
+def recorded(record: dict[str, Any]) -> dict[str, Any]:
+    """What c453008 did in ``record``'s scenario, spelt as today."""
+    out = {"name": record["name"]}
+    if "error" in record:
+        return {**out, "error": record["error"]}
+    job = DATA["jobs"][record["job"]] if record.get("job") is not None else None
+    return spelt_now({**out, "job": job, "plan": record["plan"], "loads": record["loads"]})
+
+
+def test_the_recording_covers_what_the_plan_decides() -> None:
+    """The scenarios reach each kind of decision, or the replay would hold little."""
+    plans = [r["plan"] for r in SCENARIOS if "plan" in r]
+    bases = {p["basis"].split(":")[0].split(" (")[0] for p in plans}
+    assert {"measured on CPU", "fallback", "the int8 decoder runs on ONNX Runtime"} <= bases
+    assert any(p["basis"].startswith("a small decoder") for p in plans)
+    decoders = {(p["decoder"]["engine"], p["decoder"]["window_frames"], p["decoder"]["layout"],
+                 tuple(p["flow"]), p["threads"], p["fits_budget"]) for p in plans}  # fmt: skip
+    assert len(decoders) >= 12
+    assert any(r.get("error") for r in SCENARIOS)
+    assert any(o[3] and "slower than ONNX Runtime" in o[3] for p in plans for o in p["options"])
+
+
+@pytest.mark.parametrize("record", SCENARIOS, ids=[r["name"] for r in SCENARIOS])
+def test_the_same_measurements_give_the_same_plan(
+    record: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert replay(record, tmp_path, monkeypatch) == recorded(record)
