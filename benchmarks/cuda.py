@@ -231,7 +231,7 @@ def describe_machine(threads: int) -> str:
         parts.append(model)
     except (OSError, StopIteration):
         pass
-    from yomiage.runtime.cpu import physical_cores
+    from yomiage.runtime.engines.cpu import physical_cores
 
     parts.append(f"{physical_cores()} physical cores seen, {threads} threads")
     parts.append(f"Python {platform.python_version()}")
@@ -262,7 +262,7 @@ def main() -> None:
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.threads is None:
-        from yomiage.runtime.cpu import physical_cores
+        from yomiage.runtime.engines.cpu import physical_cores
 
         args.threads = physical_cores()
     if args.child:

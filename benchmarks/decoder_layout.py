@@ -47,7 +47,7 @@ def variants(decoder: Path, folder: Path) -> dict[int, Path]:
 
 
 def session(path: Path, threads: int) -> Any:
-    from yomiage.runtime.onnx_session import load_session, session_options
+    from yomiage.runtime.engines.onnx_session import load_session, session_options
 
     return load_session(path, session_options(threads))
 

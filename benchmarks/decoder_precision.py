@@ -5,7 +5,7 @@ Run: .venv/bin/python benchmarks/decoder_precision.py [--bundle DIR] [--piper MO
 
 Configurations: ONNX Runtime float32 (today's exact output, the reference), OpenVINO
 float32, OpenVINO bfloat16, and ONNX Runtime with the bundle's int8 decoder if it has
-one. Each is opened through :class:`yomiage.runtime.sessions.Sessions`, as the
+one. Each is opened through :class:`yomiage.runtime.engines.sessions.Sessions`, as the
 runtime opens it.
 
 * Error: max abs and SNR = 10 log10(sum ref^2 / sum (ref - x)^2) against ONNX
@@ -155,8 +155,8 @@ def piper_latents(model: Path, front: Path) -> list[tuple[str, Array]]:
 
 
 def open_graph(path: Path, engine: str, precision: str) -> Any:
-    from yomiage.runtime.placement import Placement
-    from yomiage.runtime.sessions import Sessions
+    from yomiage.runtime.engines.placement import Placement
+    from yomiage.runtime.engines.sessions import Sessions
 
     sessions = Sessions(THREADS, openvino=engine == "openvino")
     graph = sessions.open(path, Placement(engine, precision))  # type: ignore[arg-type]

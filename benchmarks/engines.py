@@ -1,4 +1,4 @@
-"""Each graph of a bundle on each engine: the measurements behind runtime/placement.py.
+"""Each graph of a bundle on each engine: the measurements behind runtime/engines/placement.py.
 
 Run: .venv/bin/python benchmarks/engines.py [--bundle DIR] [--repeats 3]
 
@@ -74,8 +74,8 @@ def feeds_for(graph: str, size: int) -> dict[str, Any]:
 
 
 def child(bundle: Path, graph: str, engine_precision: str, size: int) -> dict[str, float]:
-    from yomiage.runtime.placement import Placement
-    from yomiage.runtime.sessions import Sessions
+    from yomiage.runtime.engines.placement import Placement
+    from yomiage.runtime.engines.sessions import Sessions
 
     engine, precision = engine_precision.split()
     path = bundle / "bert" / "bert_q8.onnx" if graph == "bert_q8" else bundle / f"{graph}.onnx"

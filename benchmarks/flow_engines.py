@@ -27,10 +27,10 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.runtime.chunking import FLOW_SPAN_FRAMES
+from yomiage.runtime.engines.memory import release_free_memory
+from yomiage.runtime.engines.placement import Placement
+from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import FRAME_MASK_INPUT, flow_buckets_up_to, padded_span
-from yomiage.runtime.memory import release_free_memory
-from yomiage.runtime.placement import Placement
-from yomiage.runtime.sessions import Sessions, probe_speaker
 
 Array = npt.NDArray[np.float32]
 ENGINES = {"ONNX Runtime f32": Placement(), "OpenVINO f32": Placement("openvino", "f32"),

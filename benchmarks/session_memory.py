@@ -51,7 +51,7 @@ def inputs(session: Any, length: int) -> dict[str, np.ndarray]:
 
 
 def open_and_run(bundle: Path, keep: list[Any]) -> list[tuple[str, float, float, float, float]]:
-    from yomiage.runtime.onnx_session import load_session, session_options
+    from yomiage.runtime.engines.onnx_session import load_session, session_options
 
     trim = ctypes.CDLL("libc.so.6").malloc_trim
     options = session_options(2)

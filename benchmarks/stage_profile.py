@@ -71,7 +71,7 @@ def main() -> None:
     from bench_peers import TEXTS  # type: ignore[import-not-found]
 
     from yomiage import TTS
-    from yomiage.runtime import sessions
+    from yomiage.runtime.engines import sessions
 
     recorder = Recorder()
     recorder.wrap(sessions.OrtGraph)

@@ -74,9 +74,9 @@ def _decoder_alone(
     import numpy as np
 
     from yomiage.runtime.bundle import read_manifest
-    from yomiage.runtime.onnx_session import session_options
-    from yomiage.runtime.placement import Placement
-    from yomiage.runtime.sessions import OrtGraph, Sessions, probe_speaker
+    from yomiage.runtime.engines.onnx_session import session_options
+    from yomiage.runtime.engines.placement import Placement
+    from yomiage.runtime.engines.sessions import OrtGraph, Sessions, probe_speaker
     from yomiage.runtime.stage_trims import TRIM_INPUT
 
     manifest = read_manifest(bundle)

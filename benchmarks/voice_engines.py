@@ -1,12 +1,12 @@
 """Which engine decodes each voice faster: the measurements behind the per-voice rule
-of ``runtime/placement.py`` (issue 22 item 14).
+of ``runtime/engines/placement.py`` (issue 22 item 14).
 
 Run: .venv/bin/python benchmarks/voice_engines.py [--full DIR] [--repeats 3]
 
 Two parts, every configuration in a fresh process, interleaved rounds, medians:
 
 * decoder: each voice's ``decoder.onnx`` on ONNX Runtime float32 and on OpenVINO
-  bfloat16, through :class:`yomiage.runtime.sessions.Sessions` as the runtime opens
+  bfloat16, through :class:`yomiage.runtime.engines.sessions.Sessions` as the runtime opens
   it: load s, ms per frame over a padded 128- and 286-frame window (2 warm-ups,
   median of 5), memory the process gained;
 * end to end, for the voices with a BERT of their own (the committed tiny voice):
@@ -52,8 +52,8 @@ def rss_mb() -> float:
 
 
 def decoder_child(bundle: Path, engine_precision: str) -> dict[str, float]:
-    from yomiage.runtime.placement import Placement
-    from yomiage.runtime.sessions import Sessions, probe_speaker
+    from yomiage.runtime.engines.placement import Placement
+    from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 
     engine, precision = engine_precision.split()
     placement = Placement(engine, precision)  # type: ignore[arg-type]

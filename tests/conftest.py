@@ -15,7 +15,7 @@ import pytest
 from tests.ray_loopback import LOOPBACK_ENV
 from yomiage import TTS
 from yomiage.options import SynthesisOptions
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 from yomiage.text import Frontend, UserDictionary
 
 # Read when Ray is imported, so before any test module imports it: every Ray cluster a

@@ -35,7 +35,7 @@ def long_load(seconds: float, every: float | None) -> NoVoices:
 
 def measuring() -> NoVoices:
     """A load that measures the tiny decoder in a measuring process, again and again."""
-    from yomiage.runtime.plan_measure import _child
+    from yomiage.runtime.plan.measure import _child
 
     args = {"what": "decoder", "engine": "onnxruntime", "precision": "f32",
             "decoder": str(TINY / "decoder.onnx"), "bundle": str(TINY), "bert": str(TINY / "bert"),

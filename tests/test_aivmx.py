@@ -25,7 +25,7 @@ from yomiage.aivmx.bundle import write_bundle
 from yomiage.aivmx.reader import AivmxError
 from yomiage.cli.main import main
 from yomiage.errors import ModelLoadError, OptionError
-from yomiage.runtime.onnx_session import taken
+from yomiage.runtime.engines.onnx_session import taken
 
 AIVMX = TEST_VOICES.parent / "aivmx" / "tiny.aivmx"
 TEXT = "今日はいい天気ですね。散歩に行きましょう！"

@@ -25,11 +25,11 @@ def test_the_plan_measuring_steps_are_sent_and_timed_apart_from_loading(
     clock = iter([10.0, 106.6, 506.0, 507.0])
     monkeypatch.setattr(bench_worker.time, "perf_counter", lambda: next(clock))
     log = PlanLog()
-    log.handle(_record("yomiage.runtime.planner", logging.WARNING,
+    log.handle(_record("yomiage.runtime.plan.planner", logging.WARNING,
                        "choosing how to run v on this CPU: measuring 2 engine(s), once"))  # fmt: skip
-    log.handle(_record("yomiage.runtime.plan_measure", logging.WARNING,
+    log.handle(_record("yomiage.runtime.plan.measure", logging.WARNING,
                        "measuring the decoder on openvino bf16 (3/8, once per CPU)"))  # fmt: skip
-    log.handle(_record("yomiage.runtime.planner", logging.INFO, "plan for v: decoder ..."))
+    log.handle(_record("yomiage.runtime.plan.planner", logging.INFO, "plan for v: decoder ..."))
     log.handle(_record("yomiage.runtime.onnx_voice", logging.INFO, "opened the decoder"))
     assert log.measure_s == pytest.approx(496.0)
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
@@ -46,8 +46,8 @@ def test_a_kept_plan_takes_no_measuring_time(
     clock = iter([3.0, 4.0])
     monkeypatch.setattr(bench_worker.time, "perf_counter", lambda: next(clock))
     log = PlanLog()
-    log.handle(_record("yomiage.runtime.plan_store", logging.INFO, "read the plan"))
-    log.handle(_record("yomiage.runtime.planner", logging.INFO, "plan for v: decoder ..."))
+    log.handle(_record("yomiage.runtime.plan.store", logging.INFO, "read the plan"))
+    log.handle(_record("yomiage.runtime.plan.planner", logging.INFO, "plan for v: decoder ..."))
     assert log.measure_s == 0.0 and capsys.readouterr().out == ""
 
 
@@ -61,14 +61,14 @@ def test_the_worker_sends_the_plans_measuring_steps_and_keeps_them_out_of_load_s
     full-size one, so the planner measures, and each measuring process refused (no
     minutes spent), so the plan falls back after its steps were sent."""
     from yomiage.engine_spec import EngineSpec
-    from yomiage.runtime.plan_measure import MeasureError
+    from yomiage.runtime.plan.measure import MeasureError
 
     def refuse(args: dict[str, Any]) -> dict[str, Any]:
         raise MeasureError(f"measuring {args['what']} refused by the test")
 
     monkeypatch.setenv("YOMIAGE_PLAN_MEASURE", "1")
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
-    monkeypatch.setattr("yomiage.runtime.plan_measure._child", refuse)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: 59_000_000)
+    monkeypatch.setattr("yomiage.runtime.plan.measure._child", refuse)
     spec = EngineSpec(voices=(("tiny", str(test_voice)),), cache_dir=str(tmp_path), threads=1)
     bench_worker.measure(BenchJob(spec, (), 0))
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]

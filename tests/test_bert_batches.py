@@ -42,8 +42,8 @@ def test_a_budget_without_room_is_refused() -> None:
 def test_features_come_back_in_order_and_as_one_call_would_give_them(
     test_voice: Path,
 ) -> None:
+    from yomiage.runtime.engines.sessions import Sessions
     from yomiage.runtime.onnx_bert import OnnxBert
-    from yomiage.runtime.sessions import Sessions
 
     bert = OnnxBert(test_voice / "bert", Sessions(1, openvino=False), precision="q8")
     texts = ["あ" * (BATCH_TOKENS - 2), "こんにちは", "い" * 150, "今日はいい天気", "う" * 150]

@@ -21,8 +21,8 @@ import pytest
 
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.decoder_layouts import DecoderLayouts
-from yomiage.runtime.placement import Placement
-from yomiage.runtime.sessions import Sessions, openvino_version, probe_speaker
+from yomiage.runtime.engines.placement import Placement
+from yomiage.runtime.engines.sessions import Sessions, openvino_version, probe_speaker
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
 DECODER = TINY / "decoder.onnx"

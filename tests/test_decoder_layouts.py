@@ -13,20 +13,18 @@ import onnx
 import pytest
 
 from yomiage.export.decoder_layout import two_d_from
+from yomiage.plan_child import layout as layout_child
+from yomiage.plan_child.layout import make_layout
 from yomiage.runtime import decoder_layouts
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.decoder_layouts import (
-    LAYOUT_CHOICES,
-    DecoderLayouts,
-    LayoutError,
-    make_layout,
-)
+from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
-from yomiage.runtime.plan import DecoderChoice, EngineTimings, Measurements, Plan
-from yomiage.runtime.plan_measure import MeasureJob
-from yomiage.runtime.plan_store import PlanStore
-from yomiage.runtime.planner import BertGraph, Planner
-from yomiage.runtime.sessions import Sessions
+from yomiage.runtime.engines.sessions import Sessions
+from yomiage.runtime.plan.measure import MeasureJob
+from yomiage.runtime.plan.measurements import EngineTimings, Measurements
+from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.store import PlanStore
+from yomiage.runtime.plan.value import DecoderChoice, Plan
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
 DECODER = TINY / "decoder.onnx"
@@ -61,7 +59,7 @@ def test_a_layout_that_fails_midway_leaves_nothing(
         path.with_name("decoder.onnx.data").write_bytes(b"half")  # what a crash leaves
         raise failure
 
-    monkeypatch.setattr(decoder_layouts, "_save", broken)
+    monkeypatch.setattr(layout_child, "_save", broken)
     root = tmp_path / "decoders"
     with pytest.raises(LayoutError, match=r"2-D in .*decoders"):
         make_layout(DECODER, root / "abc-2d1", 1)
@@ -112,7 +110,7 @@ def _planner(tmp_path: Path, measure: Measured, layouts: bool = True) -> Planner
 @pytest.fixture
 def big_tiny(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """The tiny voice, its decoder taken for a full-size one (so it is planned)."""
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: 59_000_000)
     return read_manifest(TINY)
 
 
@@ -165,8 +163,8 @@ def test_a_layout_that_cannot_be_made_at_load_runs_the_bundles_own(
 def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
     tmp_path: Path,
 ) -> None:
+    from yomiage.runtime.engines.sessions import probe_speaker
     from yomiage.runtime.onnx_voice import BundleVoice
-    from yomiage.runtime.sessions import probe_speaker
 
     class Recording(Sessions):
         opened: ClassVar[list[Path]] = []

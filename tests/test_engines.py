@@ -15,8 +15,7 @@ from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing, fixed_windows, window_lengths, windows
-from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.placement import (
+from yomiage.runtime.engines.placement import (
     OPENVINO_MIN_DECODER_BYTES,
     ORT_F32,
     Placement,
@@ -25,7 +24,8 @@ from yomiage.runtime.placement import (
     resolve_decoder_precision,
     voice_placement,
 )
-from yomiage.runtime.sessions import COMPILED_FORM, Sessions, openvino_version
+from yomiage.runtime.engines.sessions import COMPILED_FORM, Sessions, openvino_version
+from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend

@@ -14,6 +14,8 @@ import pytest
 
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.chunking import FLOW_SPAN_FRAMES, Windowing
+from yomiage.runtime.engines.placement import ORT_F32, Placement, voice_placement
+from yomiage.runtime.engines.sessions import Sessions, openvino_version, probe_speaker
 from yomiage.runtime.flow_lengths import (
     BEYOND_BUCKETS,
     FLOW_BUCKETS,
@@ -24,8 +26,6 @@ from yomiage.runtime.flow_lengths import (
 )
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_voice import BundleVoice
-from yomiage.runtime.placement import ORT_F32, Placement, voice_placement
-from yomiage.runtime.sessions import Sessions, openvino_version, probe_speaker
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
@@ -196,7 +196,7 @@ def test_a_voice_runs_what_keeps_shapes_once_as_it_loads(
     """OpenVINO finishes preparing a compiled graph at its first call, holding more
     meanwhile: a voice makes that call as it loads, at lengths its plan meets anyway (the
     flow's first, the decoder's first window), not in its first request."""
-    from yomiage.runtime.openvino_graph import OpenVinoGraph
+    from yomiage.runtime.engines.openvino_graph import OpenVinoGraph
 
     calls: list[tuple[str, int]] = []
     run = OpenVinoGraph.run

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from yomiage.runtime import gpu
+from yomiage.runtime.engines import gpu
 
 
 def test_cuda_needs_pytorch_and_an_nvidia_driver(monkeypatch: pytest.MonkeyPatch) -> None:

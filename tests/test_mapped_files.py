@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from yomiage.runtime import mapped_files, openvino_graph, sessions
-from yomiage.runtime.mapped_files import drop_resident_pages
-from yomiage.runtime.placement import Placement
-from yomiage.runtime.sessions import Sessions, openvino_version, probe_speaker
+from yomiage.runtime.engines import mapped_files, openvino_graph, sessions
+from yomiage.runtime.engines.mapped_files import drop_resident_pages
+from yomiage.runtime.engines.placement import Placement
+from yomiage.runtime.engines.sessions import Sessions, openvino_version, probe_speaker
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's madvise")
 MB = 1 << 20

@@ -79,7 +79,7 @@ def _stop_a_measuring_process(parent: int) -> dict[int, str]:
     loaded ONNX Runtime, so it has done what a measuring process does first)."""
     deadline = time.monotonic() + GUARD
     while time.monotonic() < deadline:
-        for pid, started in _children(parent, "yomiage.runtime.plan_worker").items():
+        for pid, started in _children(parent, "yomiage.plan_child.measure").items():
             with contextlib.suppress(OSError):
                 if b"onnxruntime" in Path(f"/proc/{pid}/maps").read_bytes():
                     os.kill(pid, signal.SIGSTOP)

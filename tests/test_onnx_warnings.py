@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from yomiage.runtime.onnx_session import load_warnings_off, quiet_options
+from yomiage.runtime.engines.onnx_session import load_warnings_off, quiet_options
 
 WARNING = "[W:onnxruntime"
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from yomiage.synthesis.pauses import join_token_rows, joined_reading
+from yomiage.bert.features import join_token_rows
+from yomiage.synthesis.pauses import joined_reading
 from yomiage.synthesis.reading import read_sentences
 from yomiage.text.frontend import Frontend
 

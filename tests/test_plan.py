@@ -10,22 +10,22 @@ from pathlib import Path
 import pytest
 
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.plan import (
-    DEFAULT_MEMORY_BUDGET_MB,
+from yomiage.runtime.engines.sessions import Sessions
+from yomiage.runtime.plan.choose import (
     SPEED_WORTH_MEMORY,
-    DecoderChoice,
-    EngineTimings,
-    Measurements,
+    choose_plan,
     choose_threads,
     decoder_calls,
     first_call_lengths,
+    judge,
 )
-from yomiage.runtime.plan_choice import choose_plan, judge
-from yomiage.runtime.plan_measure import MeasureError, MeasureJob, measure
-from yomiage.runtime.plan_schedules import candidates
-from yomiage.runtime.plan_store import PlanKey, PlanStore
-from yomiage.runtime.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
-from yomiage.runtime.sessions import Sessions
+from yomiage.runtime.plan.measure import MeasureError, MeasureJob, measure
+from yomiage.runtime.plan.measurements import EngineTimings, Measurements
+from yomiage.runtime.plan.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.schedules import candidates
+from yomiage.runtime.plan.store import PlanKey, PlanStore
+from yomiage.runtime.plan.value import DecoderChoice
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
 CONTEXT = 15
@@ -383,7 +383,7 @@ def planner(tmp_path: Path, measure: CountingMeasure, **kw: object) -> Planner:
 
 def big_voice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
     """The tiny voice's manifest, its decoder taken for a full-size one (as planned)."""
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: 59_000_000)
     return read_manifest(TINY)
 
 
@@ -452,8 +452,8 @@ def test_measuring_off_small_decoders_and_int8_are_never_measured(
 def test_thread_counts_are_measured_only_when_none_was_asked_for(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, asked: int | None, choices: tuple[int, ...]
 ) -> None:
-    monkeypatch.setattr("yomiage.runtime.sessions.thread_choices", lambda: (2, 4))
-    monkeypatch.setattr("yomiage.runtime.sessions.physical_cores", lambda: 2)
+    monkeypatch.setattr("yomiage.runtime.engines.sessions.thread_choices", lambda: (2, 4))
+    monkeypatch.setattr("yomiage.runtime.engines.sessions.physical_cores", lambda: 2)
     manifest = big_voice(tmp_path, monkeypatch)
     measure = CountingMeasure(measured(replace(ORT, threads_ms={2: 900.0, 4: 600.0})))
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
@@ -482,7 +482,7 @@ def test_the_plan_file_is_plain_json(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 def test_a_voice_opens_its_graphs_on_its_plans_threads() -> None:
     from yomiage.runtime.onnx_voice import BundleVoice
-    from yomiage.runtime.plan import Plan
+    from yomiage.runtime.plan.value import Plan
 
     sessions = Sessions(2, openvino=False)
     plan = Plan(DecoderChoice("onnxruntime", "f32"), 1000, "test", threads=1)
@@ -577,7 +577,7 @@ def test_measuring_leaves_out_an_engine_that_fails_but_not_the_reference(
 ) -> None:
     """A measuring process that fails on OpenVINO costs that option only; one that fails
     on ONNX Runtime float32 (the reference) fails the measurement."""
-    import yomiage.runtime.plan_measure as plan_measure
+    import yomiage.runtime.plan.measure as plan_measure
 
     def child(args: dict) -> dict:
         if args["what"] == "floor":

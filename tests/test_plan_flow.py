@@ -22,15 +22,16 @@ from tests.test_plan import (
     measured,
     planner,
 )
+from yomiage.plan_child.measure import FLOW_TIMING_FRAMES
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.placement import ORT_F32, Placement
-from yomiage.runtime.plan import DecoderChoice, FlowTimings, Measurements
-from yomiage.runtime.plan_choice import choose_plan, judge, judge_variants
-from yomiage.runtime.plan_measure import MeasureJob, measure
-from yomiage.runtime.plan_schedules import candidates
-from yomiage.runtime.plan_store import PlanStore
-from yomiage.runtime.plan_worker import FLOW_TIMING_FRAMES
-from yomiage.runtime.sessions import Sessions, openvino_version
+from yomiage.runtime.engines.placement import ORT_F32, Placement
+from yomiage.runtime.engines.sessions import Sessions, openvino_version
+from yomiage.runtime.plan.choose import choose_plan, judge, judge_variants
+from yomiage.runtime.plan.measure import MeasureJob, measure
+from yomiage.runtime.plan.measurements import FlowTimings, Measurements
+from yomiage.runtime.plan.schedules import candidates
+from yomiage.runtime.plan.store import PlanStore
+from yomiage.runtime.plan.value import DecoderChoice
 
 BF16 = Placement("openvino", "bf16")
 OV_F32 = Placement("openvino", "f32")
@@ -168,8 +169,8 @@ def _job(**changes: Any) -> MeasureJob:
 def _children(
     monkeypatch: pytest.MonkeyPatch, flow_fails: bool = False, compile_fails: bool = False
 ) -> list[dict]:
-    import yomiage.runtime.plan_measure as plan_measure
-    from yomiage.runtime.plan_measure import MeasureError
+    import yomiage.runtime.plan.measure as plan_measure
+    from yomiage.runtime.plan.measure import MeasureError
 
     asked: list[dict] = []
 
@@ -245,12 +246,12 @@ def test_a_decoder_that_cannot_be_compiled_ahead_is_still_measured(
 def test_the_compiling_process_leaves_the_decoder_where_a_voice_loads_it(tmp_path: Path) -> None:
     """The real process on the tiny voice: the cache holds the compiled decoder after it,
     under the name a voice's load looks for (its manifest's SHA-256)."""
-    from yomiage.runtime.plan_measure import _child
+    from yomiage.runtime.plan.measure import _child
 
     manifest = read_manifest(TINY)
     job = _job(decoder=manifest.file("decoder.onnx"), bundle=TINY, bert=TINY / "bert",
                compiled_dir=tmp_path)  # fmt: skip
-    from yomiage.runtime.plan_measure import _plain
+    from yomiage.runtime.plan.measure import _plain
 
     done = _child({"what": "compile", "precisions": ["bf16"], **_plain(job)})
     assert done == {"compiled": ["bf16"]}
@@ -261,8 +262,8 @@ def test_the_compiling_process_leaves_the_decoder_where_a_voice_loads_it(tmp_pat
 
 def _family_children(monkeypatch: pytest.MonkeyPatch, failing: tuple[int, ...] = ()) -> list[dict]:
     """Children whose decoder timings and whole peaks echo what they were asked for."""
-    import yomiage.runtime.plan_measure as plan_measure
-    from yomiage.runtime.plan_measure import MeasureError
+    import yomiage.runtime.plan.measure as plan_measure
+    from yomiage.runtime.plan.measure import MeasureError
 
     asked: list[dict] = []
 
@@ -327,7 +328,7 @@ def test_a_family_that_cannot_be_measured_leaves_the_others(
 
 
 def test_each_openvino_schedule_has_one_first_window_and_its_own_lengths() -> None:
-    from yomiage.runtime.plan_schedules import (
+    from yomiage.runtime.plan.schedules import (
         OPENVINO_SCHEDULES,
         openvino_first_window,
         schedule_families,
@@ -339,7 +340,7 @@ def test_each_openvino_schedule_has_one_first_window_and_its_own_lengths() -> No
     ov = [c for c in EVERYTHING if c.keeps_shapes]
     assert schedule_families(ov, CONTEXT) == {32: (62, 94, 158, 286), 48: (78, 126)}
     # A 1.6 s sentence: two calls in 48-96 where the 32-frame family makes three.
-    from yomiage.runtime.plan import decoder_calls
+    from yomiage.runtime.plan.choose import decoder_calls
 
     assert decoder_calls(DecoderChoice("openvino", "bf16", 96, 48), 141, CONTEXT,
                          balanced_trims=True) == [78, 126]  # fmt: skip

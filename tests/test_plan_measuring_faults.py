@@ -1,7 +1,7 @@
 """The plan's measuring and its kept file under the prober's faults (issue 49, items 10,
 11 and 14): figures that make no sense, a measuring step killed, a measuring stopped
 midway, two processes measuring one voice, a cache that cannot be written, a budget
-nothing fits. The measuring processes are stood in for (``plan_measure._child``) with
+nothing fits. The measuring processes are stood in for (``yomiage.runtime.plan.measure._child``) with
 plausible figures; the planner, the steps, the store and the lock are the real ones."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ from typing import Any
 
 import pytest
 
-from yomiage.runtime import plan_measure
+from yomiage.runtime.plan import measure as plan_measure
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
-from yomiage.runtime.plan import EngineTimings, Measurements
-from yomiage.runtime.plan_measure import MeasureError, MeasureJob
-from yomiage.runtime.plan_store import PlanKey, PlanStore
-from yomiage.runtime.planner import BertGraph, Planner
-from yomiage.runtime.sessions import Sessions
+from yomiage.runtime.engines.sessions import Sessions
+from yomiage.runtime.plan.measure import MeasureError, MeasureJob
+from yomiage.runtime.plan.measurements import EngineTimings, Measurements
+from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.store import PlanKey, PlanStore
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
 BERT = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
@@ -35,7 +35,7 @@ BERT = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
 def big_voice(monkeypatch: pytest.MonkeyPatch) -> VoiceManifest:
     """The tiny voice's manifest, its decoder taken for a full-size one (so it is
     planned), on a CPU with OpenVINO's native bfloat16 (so there is more to measure)."""
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: 59_000_000)
     monkeypatch.setattr(Sessions, "has_openvino", property(lambda self: True))
     monkeypatch.setattr(Sessions, "native_bf16", property(lambda self: True))
     return read_manifest(TINY)
@@ -319,7 +319,7 @@ def test_two_measurers_of_one_voice_measure_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Both measured the whole plan (1,288 s each, one alone took 989 s)."""
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: 59_000_000)
     manifest = read_manifest(TINY)
     measure = SlowMeasure()
     plans: list[object] = []
@@ -340,7 +340,7 @@ def test_two_measurers_of_one_voice_measure_once(
 _HOLDER = """
 import sys, time
 from pathlib import Path
-from yomiage.runtime.plan_lock import measuring_turn
+from yomiage.runtime.plan.lock import measuring_turn
 with measuring_turn(Path(sys.argv[1]), Path(sys.argv[2])) as held:
     print("held" if held else "not held", flush=True)
     time.sleep(600)
@@ -359,7 +359,7 @@ def _holder(store: PlanStore, plan_key: PlanKey) -> subprocess.Popen[str]:
 def test_a_measurer_whose_holder_died_measures_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: 59_000_000)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: 59_000_000)
     manifest = read_manifest(TINY)
     waiting = planner(tmp_path, measure_fn=(measure := SlowMeasure()))
     assert waiting.store is not None
@@ -384,7 +384,7 @@ def test_a_measurer_whose_holder_died_measures_itself(
 def test_a_holder_that_makes_no_progress_is_waited_for_a_bounded_time(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from yomiage.runtime.plan_lock import measuring_turn
+    from yomiage.runtime.plan.lock import measuring_turn
 
     store = PlanStore(tmp_path)
     holder = _holder(store, key())

@@ -20,9 +20,9 @@ import pytest
 
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing
-from yomiage.runtime.placement import resolve_decoder_precision
-from yomiage.runtime.plan_store import _measurements, cpu_identity
-from yomiage.runtime.planner import BertGraph, Planner
+from yomiage.runtime.engines.placement import resolve_decoder_precision
+from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.store import _measurements, cpu_identity
 
 DATA = json.loads((Path(__file__).parent / "data" / "plan_replay.json").read_text("utf-8"))
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
@@ -81,8 +81,8 @@ def replay(record: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPatch) 
     """The scenario through today's planner: what it asked to measure, chose and loads."""
     scenario = record["scenario"]
     decoder_bytes = 300_000 if scenario["small"] else BIG_DECODER_BYTES
-    monkeypatch.setattr("yomiage.runtime.planner.graph_bytes", lambda path: decoder_bytes)
-    monkeypatch.setattr("yomiage.runtime.plan_store.graph_bytes", lambda path: decoder_bytes)
+    monkeypatch.setattr("yomiage.runtime.plan.planner.graph_bytes", lambda path: decoder_bytes)
+    monkeypatch.setattr("yomiage.runtime.plan.store.graph_bytes", lambda path: decoder_bytes)
     jobs: list[Any] = []
 
     def measure(job: Any, steps: Any = None) -> Any:
@@ -90,7 +90,7 @@ def replay(record: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPatch) 
         return _measurements(spelt_now(DATA["measurements"][record["measurements"]]))
 
     openvino, native = record["openvino"], record["native_bf16"]
-    from yomiage.runtime.plan_store import PlanStore
+    from yomiage.runtime.plan.store import PlanStore
 
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
     planner = Planner(

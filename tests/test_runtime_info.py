@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from yomiage.cli.runtime_info import voice_runtime_lines
-from yomiage.runtime.cpu import physical_cores
+from yomiage.runtime.engines.cpu import physical_cores
 
 
 def test_each_voice_gets_one_line_with_engine_precision_and_threads() -> None:

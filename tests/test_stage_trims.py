@@ -21,9 +21,9 @@ from yomiage.runtime.chunking import (
     upsampler_margins,
     windows,
 )
+from yomiage.runtime.engines.onnx_session import session_options
+from yomiage.runtime.engines.sessions import OrtGraph
 from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.onnx_session import session_options
-from yomiage.runtime.sessions import OrtGraph
 from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
 from yomiage.runtime.voice import encode
 from yomiage.sbv2.config import ModelHyperparameters

@@ -24,10 +24,10 @@ from types import MappingProxyType, TracebackType
 from yomiage.artifacts import Artifacts
 from yomiage.errors import ModelLoadError, NotPreparedError, VoiceNotLoadedError, install_hint
 from yomiage.limits import Limits
-from yomiage.runtime.cpu import physical_cores
-from yomiage.runtime.memory import release_free_memory
-from yomiage.runtime.placement import check_decoder_precision
-from yomiage.runtime.plan import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.engines.cpu import physical_cores
+from yomiage.runtime.engines.memory import release_free_memory
+from yomiage.runtime.engines.placement import check_decoder_precision
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
 from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import lookup
 from yomiage.speaker import Speaker
@@ -77,7 +77,7 @@ class TTS:
     voice with its BERT; default 1,000 MB), measured once per CPU model, voice size
     and engine versions and kept in the cache (about 3 min the first time on 2 cores, logged);
     ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) takes a fixed plan
-    instead (:mod:`yomiage.runtime.planner`).
+    instead (:mod:`yomiage.runtime.plan.planner`).
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     ``reading``: ``"natural"`` (default) or ``"sbv2"``, exactly the reading SBV2

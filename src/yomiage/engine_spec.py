@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yomiage.limits import Limits
-from yomiage.runtime.placement import DECODER_PRECISIONS
-from yomiage.runtime.plan import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.engines.placement import DECODER_PRECISIONS
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
 from yomiage.settings import check, setting
 from yomiage.text.openjtalk import DEFAULT_READING, READINGS
 

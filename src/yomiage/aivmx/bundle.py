@@ -56,7 +56,7 @@ def write_bundle(
 ) -> Path:
     """The bundle of ``voice`` at ``out_dir`` (replaced if it is an earlier bundle)."""
     from yomiage.export.staging import check_replaceable, staged, write_voice_manifest
-    from yomiage.runtime.telemetry import engines_without_telemetry
+    from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
     with engines_without_telemetry():  # optimize imports ONNX Runtime
         from yomiage.export.decoder_layout import stages_as_2d
@@ -151,12 +151,12 @@ def _bert_dim(voice: AivmxFile) -> int:
 def _parity(voice: AivmxFile, folder: Path) -> float:
     """Max abs difference between the AIVMX graph's audio and the cut graphs' on a probe
     sentence of random tokens, noise off (the graph's own noise is then zero)."""
-    from yomiage.runtime.telemetry import engines_without_telemetry
+    from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
     with engines_without_telemetry():
         import onnxruntime as ort
 
-        from yomiage.runtime.onnx_session import quiet_options, taken
+        from yomiage.runtime.engines.onnx_session import quiet_options, taken
 
     rng = np.random.default_rng(0)
     t = PROBE_TOKENS

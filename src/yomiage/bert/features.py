@@ -8,12 +8,12 @@ is repeated as many times as the frontend says that token covers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["expand_to_phones"]
+__all__ = ["expand_to_phones", "join_token_rows"]
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)
 
@@ -41,3 +41,13 @@ def expand_to_phones(
     if counts.size and int(counts.min()) < 0:
         raise ValueError("word2ph counts must be non-negative")
     return np.ascontiguousarray(np.repeat(hidden, counts.astype(np.intp), axis=0).T)
+
+
+def join_token_rows(features: Sequence[Any]) -> list[Any]:
+    """The row blocks that make consecutive sentences' ``[n_tok, C]`` BERT features
+    one text's, matching
+    :func:`yomiage.synthesis.pauses.joined_reading`: the first sentence's ``[CLS]``, each
+    sentence's own tokens, the last one's ``[SEP]``. (Concatenate them.)"""
+    if not features:
+        raise ValueError("nothing to join")
+    return [features[0][:1], *(f[1:-1] for f in features), features[-1][-1:]]

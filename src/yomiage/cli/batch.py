@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         run_job,
     )
     from yomiage.cli.batch_progress import BatchProgress
-    from yomiage.runtime.cpu import physical_cores
+    from yomiage.runtime.engines.cpu import physical_cores
 
     if args.jobs < 1 or args.retries < 0:
         raise ValueError("--jobs must be at least 1 and --retries at least 0")

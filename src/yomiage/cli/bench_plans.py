@@ -1,7 +1,7 @@
 """The plan each configuration of ``yomiage bench`` ran by, and the alternatives it was
 chosen from.
 
-A plan is measured per thread count (:mod:`yomiage.runtime.planner`), so two thread
+A plan is measured per thread count (:mod:`yomiage.runtime.plan.planner`), so two thread
 counts of the same ``--decoder`` may run different engines, precisions or windows:
 what a user gets with those flags, and why bench shows every configuration's plan
 beside its timings instead of one plan for all.
@@ -14,7 +14,7 @@ from typing import Any
 
 from yomiage.cli.bench_load import LoadReading
 from yomiage.cli.bench_report import faster_over_budget, faster_over_budget_lines
-from yomiage.runtime.plan import SPEED_WORTH_MEMORY
+from yomiage.runtime.plan.choose import SPEED_WORTH_MEMORY
 
 
 @dataclass(frozen=True)

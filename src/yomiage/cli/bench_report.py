@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from yomiage.runtime.cpu import THREADS_WORTH
+from yomiage.runtime.engines.cpu import THREADS_WORTH
 
 PRECISIONS = ("bf16", "int8", "fp32")  # as a loaded voice's runtime names them
 
@@ -252,7 +252,7 @@ def faster_over_budget_lines(offers: list[dict[str, Any]]) -> list[str]:
 
 def machine() -> dict[str, Any]:
     """The machine the numbers belong to."""
-    from yomiage.runtime.cpu import physical_cores
+    from yomiage.runtime.engines.cpu import physical_cores
 
     return {
         "cpu": cpu_model(),

@@ -30,15 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.engine_spec import EngineSpec
 from yomiage.errors import YomiageError
-from yomiage.runtime.placement import ORT_F32
-from yomiage.runtime.plan import REFERENCE_SENTENCE_FRAMES
+from yomiage.runtime.engines.placement import ORT_F32
+from yomiage.runtime.plan.choose import REFERENCE_SENTENCE_FRAMES
 
 if TYPE_CHECKING:
     from yomiage.options import SynthesisOptions
     from yomiage.speaker import Speaker
 
 SEED = 0  # every run reads the same audio, so runs differ only in time
-# The loggers of the plan's modules (yomiage.runtime.planner, .plan_measure, ...): a
+# The loggers of the plan's modules (yomiage.runtime.plan.planner, .measure, ...): a
 # measurement begins with their first warning and ends with their last record, the
 # planner's "plan for ..." once it has chosen.
 PLAN_LOGGERS = "yomiage.runtime.plan"

@@ -2,7 +2,7 @@
 
 A user comparing speeds (OpenVINO bf16 against ONNX Runtime, or a thread count)
 needs to see what actually loaded, not what was asked for: the text comes from
-the loaded voice's own ``runtime`` (what :mod:`yomiage.runtime.placement`
+the loaded voice's own ``runtime`` (what :mod:`yomiage.runtime.engines.placement`
 chose, after any fallback).
 """
 
@@ -29,7 +29,7 @@ def voice_runtime_lines(
     """``voice NAME: RUNTIME, BERT PRECISION, N threads`` for each voice (``threads``
     None: the default, one per physical core, unless the voice's plan measured
     another count faster: its runtime then says so)."""
-    from yomiage.runtime.cpu import physical_cores
+    from yomiage.runtime.engines.cpu import physical_cores
 
     count = threads or physical_cores()
     said = f"{count} thread{'s' * (count != 1)}" + ("" if threads else " (one per core)")

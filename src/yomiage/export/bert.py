@@ -13,7 +13,7 @@ import torch
 from torch import Tensor, nn
 
 from yomiage.bert.torch_bert import TorchBert
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 OPSET = 18
 MAX_TOKENS = 512  # DeBERTa-v2's position range

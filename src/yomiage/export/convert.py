@@ -33,8 +33,8 @@ from yomiage.model import TorchVoice, load_voice
 from yomiage.model.loader import voice_files
 from yomiage.runtime.bundle import BERT_FORMAT, FORMAT_VERSION, GRAPHS, sha256_file
 from yomiage.runtime.chunking import receptive_field_frames
-from yomiage.runtime.onnx_session import quiet_options, taken
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.onnx_session import quiet_options, taken
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 # ONNX Runtime decides about its telemetry when first imported (see that module): here,
 # before torch.onnx's exporter imports it on its own.

@@ -27,7 +27,7 @@ import torch
 
 from yomiage.model import TorchVoice
 from yomiage.runtime.chunking import windows
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 from yomiage.text.symbols import to_model_inputs
 
 CALIBRATION_TEXTS = (
@@ -145,7 +145,7 @@ def quantize_decoder(
             quantize_static,
         )
 
-        from yomiage.runtime.onnx_session import load_warnings_off
+        from yomiage.runtime.engines.onnx_session import load_warnings_off
 
     graph = onnx.load(str(raw_decoder), load_external_data=False).graph
     inputs = frozenset(i.name for i in graph.input)
@@ -191,7 +191,7 @@ def int8_error(
     with engines_without_telemetry():  # ONNX Runtime decides at its start
         import onnxruntime as ort
 
-        from yomiage.runtime.onnx_session import input_names, quiet_options
+        from yomiage.runtime.engines.onnx_session import input_names, quiet_options
 
     def run(path: Path) -> npt.NDArray[np.float32]:
         session = ort.InferenceSession(

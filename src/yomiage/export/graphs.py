@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from yomiage.model import JPExtraSynthesizer
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 OPSET = 17
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
     import onnxruntime as ort
 
-    from yomiage.runtime.onnx_session import quiet_options
+    from yomiage.runtime.engines.onnx_session import quiet_options
 
 MIN_EXTERNAL_BYTES = 1024
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 SPEAKER_INPUT = "sid"
 TABLE_PREFIX = "speaker_table__"
@@ -150,7 +150,7 @@ def _run_cone(
     with engines_without_telemetry():
         import onnxruntime as ort
 
-        from yomiage.runtime.onnx_session import quiet_options
+        from yomiage.runtime.engines.onnx_session import quiet_options
 
     session = ort.InferenceSession(
         cone_model.SerializeToString(), quiet_options(), providers=["CPUExecutionProvider"]

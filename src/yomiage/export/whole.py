@@ -18,7 +18,7 @@ from torch import Tensor, nn
 
 from yomiage.export.graphs import OPSET
 from yomiage.model import JPExtraSynthesizer
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 INPUTS = ("x", "x_lengths", "sid", "tone", "language", "bert", "style_vec")
 SCALARS = ("noise_scale", "length_scale", "noise_scale_w", "sdp_ratio")

@@ -25,14 +25,12 @@ import logging
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
-from typing import Any
 
-from yomiage.lifeline import child_environment, die_with_parent_from_environment
+from yomiage.lifeline import child_environment
 from yomiage.progress import report_progress
-from yomiage.runtime.integrity import NOT_RECORDED, record_made, unlike_made
+from yomiage.runtime.integrity import NOT_RECORDED, unlike_made
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +38,8 @@ log = logging.getLogger(__name__)
 # this many channels run 2-D (the fastest on Zen 3 and on Zen 5 respectively, above).
 LAYOUT_CHOICES = (64, 128)
 MAKE_TIMEOUT_S = 600.0
+# The program that makes one (its arguments: DECODER FOLDER LAYOUT; its error on stderr).
+LAYOUT_CHILD = "yomiage.plan_child.layout"
 # What a graph made here consists of (its weights beside it, as in a bundle).
 MADE_FILES = ("decoder.onnx", "decoder.onnx.data")
 
@@ -51,10 +51,11 @@ class LayoutError(RuntimeError):
 class DecoderLayouts:
     """The decoder graphs made in other layouts, under one folder of the cache.
 
-    A graph is made in a child process (``python -m yomiage.runtime.decoder_layouts``):
-    reading and rewriting it takes the ``onnx`` package, which a serving process
-    otherwise never imports (+12 MB resident), and the full-size decoder's 57 MB of
-    weights once more."""
+    A graph is made in a child process (:mod:`yomiage.plan_child.layout`, a program of
+    its own, which may import the export code this package stands below): reading
+    and rewriting it takes the ``onnx`` package, which a serving process otherwise
+    never imports (+12 MB resident), and the full-size decoder's 57 MB of weights once
+    more."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -80,7 +81,7 @@ class DecoderLayouts:
             self.discard(graph)
         started = time.perf_counter()
         report_progress(f"making {decoder.name} with stages from {layout} channels 2-D")
-        command = [sys.executable, "-m", __name__, str(decoder), str(graph.parent), str(layout)]
+        command = [sys.executable, "-m", LAYOUT_CHILD, str(decoder), str(graph.parent), str(layout)]
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=MAKE_TIMEOUT_S,
                                   check=False, env=child_environment())  # fmt: skip
@@ -102,65 +103,3 @@ class DecoderLayouts:
         """Remove a graph :meth:`graph` made (its folder); anything else is left alone."""
         if graph.parent.parent == self.root:
             shutil.rmtree(graph.parent, ignore_errors=True)
-
-
-def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
-    """Write ``decoder`` with its stages of ``layout`` channels or more 2-D into
-    ``folder`` (``decoder.onnx`` and its weights beside it in ``decoder.onnx.data``, as
-    in a bundle, so ONNX Runtime maps them rather than copying them: +50 MB resident
-    on the full-size voice with the weights inside the graph's file). False, and
-    nothing written, where ``decoder`` has that layout already. Whole or not at all:
-    made in a temporary folder beside ``folder``, then renamed. LayoutError naming the
-    cache folder if it cannot be made or written."""
-    import onnx
-
-    from yomiage.export.decoder_layout import relayout, two_d_from
-
-    root = folder.parent
-    made: Path | None = None
-    try:
-        model = onnx.load(str(decoder))
-        if (two_d_from(model) or 0) == layout:
-            return False
-        relayout(model, layout)
-        root.mkdir(parents=True, exist_ok=True)
-        made = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))
-        _save(model, made / "decoder.onnx")
-        record_made(made, MADE_FILES)  # checked before each use (runtime/integrity.py)
-        for path in (made, *made.iterdir()):  # as the rest of the cache: not private
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        try:
-            made.rename(folder)
-        except OSError:
-            if not (folder / "decoder.onnx").is_file():  # not another process first
-                raise
-    except Exception as exc:  # onnx's and protobuf's own errors, OSError, ValueError
-        raise LayoutError(f"cannot make {decoder.name} with stages from {layout} channels "
-                          f"2-D in {root}: {exc}") from exc  # fmt: skip
-    finally:
-        if made is not None:
-            shutil.rmtree(made, ignore_errors=True)
-    return True
-
-
-def _save(model: Any, path: Path) -> None:
-    import onnx
-
-    onnx.save(model, str(path), save_as_external_data=True, all_tensors_to_one_file=True,
-              location=f"{path.name}.data", size_threshold=1024)  # fmt: skip
-
-
-def main(argv: list[str]) -> int:
-    """The child: ``DECODER FOLDER LAYOUT``; a LayoutError's message on stderr, exit 1."""
-    die_with_parent_from_environment()  # nothing to make for once its parent is gone
-    decoder, folder, layout = Path(argv[0]), Path(argv[1]), int(argv[2])
-    try:
-        make_layout(decoder, folder, layout)
-    except LayoutError as exc:
-        print(exc, file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -6,7 +6,7 @@ kinds of files made from its graphs, named by their content:
 - ``decoders/<layout key>-2d<channels>/``: its decoder in the layout its plan
   chose (:mod:`yomiage.runtime.decoder_layouts`; ~57 MB for the full-size voice);
 - ``openvino/<version and form>/<graph sha256>/``: what OpenVINO compiled from a
-  graph (:class:`~yomiage.runtime.sessions.Sessions`; ~58 MB a precision).
+  graph (:class:`~yomiage.runtime.engines.sessions.Sessions`; ~58 MB a precision).
 
 Each such folder records the sha256 of its files as they were made, and they are
 checked against it before use (:mod:`yomiage.runtime.integrity`).

@@ -6,7 +6,7 @@ given back (the full-size flow in bfloat16 on a Zen 5: ~2.5 MB each), so a
 server that met every length up to :data:`~yomiage.runtime.chunking.FLOW_SPAN_FRAMES`
 would end up holding ~2 GB. There the flow runs each span padded to one of
 :data:`FLOW_BUCKETS`, with a mask of its real frames
-(:func:`~yomiage.runtime.openvino_graph.with_frame_mask` puts it in the graph):
+(:func:`~yomiage.runtime.engines.openvino_graph.with_frame_mask` puts it in the graph):
 the padded frames are hidden from attention and zeroed before every convolution
 wider than one frame, so the real frames come out as without padding (137 dB SNR
 in float32 on the full-size flow: rounding). Each bucket is at most 1.33 times

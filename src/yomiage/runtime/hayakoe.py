@@ -21,9 +21,9 @@ import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
+from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.layouts import DURATION_PREDICTOR, SYNTHESIZER
 from yomiage.runtime.onnx_voice import SentenceFeeds, sentence_feeds
-from yomiage.runtime.sessions import Sessions
 from yomiage.runtime.voice import Durations, EncodedSentence, VoiceInfo
 from yomiage.runtime.voice_steps import SentenceVoice
 from yomiage.sbv2.config import load_config

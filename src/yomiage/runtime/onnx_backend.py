@@ -17,21 +17,22 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from yomiage.bert.features import join_token_rows
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.decoder_layouts import DecoderLayouts
+from yomiage.runtime.engines.onnx_session import session_options
+from yomiage.runtime.engines.placement import check_decoder_precision, resolve_decoder_precision
+from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
-from yomiage.runtime.onnx_session import session_options
 from yomiage.runtime.onnx_voice import BundleVoice
-from yomiage.runtime.placement import check_decoder_precision, resolve_decoder_precision
-from yomiage.runtime.plan import DEFAULT_MEMORY_BUDGET_MB, Plan
-from yomiage.runtime.plan_store import PlanStore
-from yomiage.runtime.planner import BertGraph, Planner
-from yomiage.runtime.sessions import Sessions
-from yomiage.synthesis.pauses import join_token_rows
+from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.store import PlanStore
+from yomiage.runtime.plan.value import Plan
 from yomiage.text.g2p import Phonemes
 
 __all__ = ["BERT_PRECISIONS", "OnnxBackend", "session_options"]
@@ -67,7 +68,7 @@ class OnnxBackend:
         bundles that have one). Bundles are checked against their recorded sha256 as
         they load; ``verified_dir`` remembers which files were
         (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's compiled
-        graphs (:class:`~yomiage.runtime.sessions.Sessions`); ``openvino=False`` runs every
+        graphs (:class:`~yomiage.runtime.engines.sessions.Sessions`); ``openvino=False`` runs every
         graph on ONNX Runtime. Each bundle runs by the plan :class:`Planner` chooses
         for it within ``memory_budget_mb`` (measured once per CPU and kept in
         ``plans_dir``; ``measure_plan=False`` takes the fallback; ``layouts_dir`` keeps

@@ -19,8 +19,8 @@ from yomiage.bert.tokenizer import CharTokenizer
 from yomiage.errors import ModelLoadError
 from yomiage.json_file import read_json_file
 from yomiage.runtime.bundle import BERT_FORMAT
+from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.integrity import used_files, verify_files
-from yomiage.runtime.sessions import Sessions
 
 BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onnx"}
 

@@ -1,7 +1,7 @@
 """A yomiage voice bundle: encoder, flow, windowed decoder, each an ONNX graph.
 
-Each graph runs where :mod:`yomiage.runtime.placement` puts it (ONNX Runtime,
-or OpenVINO for the decoder) through :class:`~yomiage.runtime.sessions.Sessions`.
+Each graph runs where :mod:`yomiage.runtime.engines.placement` puts it (ONNX Runtime,
+or OpenVINO for the decoder) through :class:`~yomiage.runtime.engines.sessions.Sessions`.
 Noise is drawn with numpy from the request's generator and fed to the graphs,
 so a seed reproduces the audio exactly. The decoder runs over windows padded
 by the generator's receptive field that grow from a small first one
@@ -30,6 +30,9 @@ from yomiage.runtime.chunking import (
     window_lengths,
     windows,
 )
+from yomiage.runtime.engines.memory import release_free_memory
+from yomiage.runtime.engines.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
+from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import (
     FLOW_BUCKETS,
     FRAME_MASK_INPUT,
@@ -37,10 +40,7 @@ from yomiage.runtime.flow_lengths import (
     padded_span,
 )
 from yomiage.runtime.integrity import used_files, verify_files
-from yomiage.runtime.memory import release_free_memory
-from yomiage.runtime.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
-from yomiage.runtime.plan import Plan
-from yomiage.runtime.sessions import Sessions, probe_speaker
+from yomiage.runtime.plan.value import Plan
 from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
 from yomiage.runtime.voice import EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.runtime.voice_steps import WindowedVoice

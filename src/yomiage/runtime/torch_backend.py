@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 import torch
 
+from yomiage.bert.features import join_token_rows
 from yomiage.bert.torch_bert import TorchBert, expand_to_phones_torch
 from yomiage.errors import ModelLoadError
 from yomiage.model import Encoded, TorchVoice, load_voice
@@ -32,7 +33,6 @@ from yomiage.runtime.chunking import (
 )
 from yomiage.runtime.voice import EncodedSentence, VoiceInfo
 from yomiage.runtime.voice_steps import WindowedVoice
-from yomiage.synthesis.pauses import join_token_rows
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import to_model_inputs
 

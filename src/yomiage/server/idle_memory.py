@@ -4,7 +4,7 @@ A request's body, its parsed JSON and its chunks are freed when it ends, but gli
 keeps freed heap pages mapped: after a burst of 180 large VOICEVOX queries the
 HTTP process stayed 55 MB above where it began, and the prober's fuzzing left it at
 363 MB (69 MB before). :class:`IdleTrim` returns them
-(:func:`~yomiage.runtime.memory.release_free_memory`: ``malloc_trim``; 21 of those
+(:func:`~yomiage.runtime.engines.memory.release_free_memory`: ``malloc_trim``; 21 of those
 55 MB) each time the last request in flight ends, at most once per
 :data:`EVERY_S`, on a thread of its own, never on the event loop.
 """
@@ -15,7 +15,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from yomiage.runtime.memory import release_free_memory
+from yomiage.runtime.engines.memory import release_free_memory
 
 EVERY_S = 1.0  # a server answering /health each second trims once a second at most
 

@@ -8,14 +8,13 @@ already ends with counts towards it, and no pause is shorter than
 
 "The text as a whole" is, as SBV2 does it, the text read and run through BERT
 once more; or (yomiage's natural reading) the sentences already read, joined
-(:func:`joined_reading`, :func:`join_token_rows`), so BERT runs once per
+(:func:`joined_reading`, :func:`yomiage.bert.features.join_token_rows`), so BERT runs once per
 sentence and not again for the pauses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -46,15 +45,6 @@ def joined_reading(parts: Sequence[Phonemes]) -> Phonemes:
         tones=(first.tones[0], *(x for p in parts for x in p.tones[1:-1]), last.tones[-1]),
         word2ph=(first.word2ph[0], *(x for p in parts for x in p.word2ph[1:-1]), last.word2ph[-1]),
     )
-
-
-def join_token_rows(features: Sequence[Any]) -> list[Any]:
-    """The row blocks that make consecutive sentences' ``[n_tok, C]`` BERT features
-    one text's, matching :func:`joined_reading`: the first sentence's ``[CLS]``, each
-    sentence's own tokens, the last one's ``[SEP]``. (Concatenate them.)"""
-    if not features:
-        raise ValueError("nothing to join")
-    return [features[0][:1], *(f[1:-1] for f in features), features[-1][-1:]]
 
 
 def boundary_frames(

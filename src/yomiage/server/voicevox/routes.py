@@ -17,7 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 
 from yomiage import __version__
-from yomiage.runtime.gpu import cuda_may_run
+from yomiage.runtime.engines.gpu import cuda_may_run
 from yomiage.server.config import Compat
 from yomiage.server.encoding import SpoolError
 from yomiage.server.spool import remove, temp_file, temp_file_response

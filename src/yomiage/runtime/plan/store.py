@@ -9,10 +9,10 @@ counts the plan may choose among) and one set of engine versions;
 a new ONNX Runtime or OpenVINO is a different key, so it is measured anew; the
 file holds the measurements, not the choice, so a new memory budget re-chooses
 without measuring again. Beside them it keeps each measuring step's outcome as the
-step ends (:mod:`yomiage.runtime.plan_steps`), so a measuring that was stopped
+step ends (:mod:`yomiage.runtime.plan.steps`), so a measuring that was stopped
 resumes, and one whose step failed for a cause that may pass measures that step
 again. A file that cannot be read, or whose figures make no sense
-(:mod:`yomiage.runtime.plan_checks`), is measured over, with a warning naming it.
+(:mod:`yomiage.runtime.plan.checks`), is measured over, with a warning naming it.
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from typing import Any
 
 from yomiage.atomic import write_atomic
 from yomiage.json_file import read_json_object
-from yomiage.runtime.cpu import cpu_flags
-from yomiage.runtime.placement import Engine, Placement, Precision, graph_bytes
-from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
-from yomiage.runtime.plan_checks import measurements_problem
+from yomiage.runtime.engines.cpu import cpu_flags
+from yomiage.runtime.engines.placement import Engine, Placement, Precision, graph_bytes
+from yomiage.runtime.plan.checks import measurements_problem
+from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 
 log = logging.getLogger(__name__)
 
@@ -48,8 +48,8 @@ log = logging.getLogger(__name__)
 # with balanced stage trims, as requests now feed it (runtime/stage_trims.py). 9: the flow
 # is timed on each engine it may run on, and OpenVINO's whole peak measured with it
 # (runtime/flow_lengths.py). 10: OpenVINO's decoder is compiled into the cache before it
-# is measured, so its memory is that of a voice loading it from there (plan_worker.py).
-# (Each measuring step's outcome kept beside the measurements, plan_steps.py, changed
+# is measured, so its memory is that of a voice loading it from there (yomiage/plan_child/measure.py).
+# (Each measuring step's outcome kept beside the measurements, plan/steps.py, changed
 # neither: a file from before holds no steps and is read as it was.)
 FORMAT_VERSION = 10
 # The instruction sets that decide which kernels the engines pick.
@@ -114,7 +114,7 @@ class PlanStore:
         return self.root / f"{key.digest()}.json"
 
     def lock_path(self, key: PlanKey) -> Path:
-        """The lock a process measuring ``key`` holds (:mod:`yomiage.runtime.plan_lock`)."""
+        """The lock a process measuring ``key`` holds (:mod:`yomiage.runtime.plan.lock`)."""
         return self.root / f"{key.digest()}.lock"
 
     def note_path(self, key: PlanKey) -> Path:
@@ -166,7 +166,7 @@ class PlanStore:
         retry: Sequence[str] = (),
     ) -> OSError | None:
         """Keep ``measured`` for ``key`` (atomically), with the outcomes of the steps it
-        was measured in (:mod:`yomiage.runtime.plan_steps`) and those to measure again
+        was measured in (:mod:`yomiage.runtime.plan.steps`) and those to measure again
         at the next start; the error where the cache cannot be written (nothing is
         kept then: the next start measures again)."""
         data = {

@@ -1,5 +1,5 @@
-"""What runs in each measuring process of :mod:`yomiage.runtime.plan_measure`
-(``python -m yomiage.runtime.plan_worker JSON``): OpenVINO's decoder compiled into the
+"""What runs in each measuring process of :mod:`yomiage.runtime.plan.measure`
+(``python -m yomiage.plan_child.measure JSON``): OpenVINO's decoder compiled into the
 cache, the decoder timed on one engine, the floor of everything else, or the flow off
 ONNX Runtime beside the decoder; one JSON line out. Kept apart from the side that starts
 these processes and reads their lines, which a planner imports: nothing here is loaded
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.lifeline import die_with_parent_from_environment
-from yomiage.runtime.plan_measure import MEASURE_ENV, REFUSED, MeasureError
+from yomiage.runtime.plan.measure import MEASURE_ENV, REFUSED, MeasureError
 
 # A request as long as a paragraph (about 40 s of speech in 9 sentences, one of them
 # over 10 s): what the floor is measured on.
@@ -63,9 +63,9 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     import numpy as np
 
     from yomiage.runtime.bundle import read_manifest
-    from yomiage.runtime.placement import Placement
-    from yomiage.runtime.plan import first_call_lengths
-    from yomiage.runtime.sessions import Sessions, probe_speaker
+    from yomiage.runtime.engines.placement import Placement
+    from yomiage.runtime.engines.sessions import Sessions, probe_speaker
+    from yomiage.runtime.plan.choose import first_call_lengths
     from yomiage.runtime.stage_trims import TRIM_INPUT
 
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
@@ -168,7 +168,7 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
     seen together); last, the flow timed."""
     from yomiage.runtime.chunking import Windowing
     from yomiage.runtime.onnx_voice import BundleVoice
-    from yomiage.runtime.plan import FIRST_WINDOW_CHOICES
+    from yomiage.runtime.plan.choose import FIRST_WINDOW_CHOICES
 
     backend = _backend(args, decoder_precision="fp32", openvino=False)
     voice = backend.load_voice(Path(args["bundle"]))
@@ -203,9 +203,9 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import replace
 
     from yomiage.runtime.chunking import Windowing
+    from yomiage.runtime.engines.placement import Placement, voice_placement
     from yomiage.runtime.onnx_voice import BundleVoice
-    from yomiage.runtime.placement import Placement, voice_placement
-    from yomiage.runtime.plan_schedules import openvino_first_window
+    from yomiage.runtime.plan.schedules import openvino_first_window
 
     flow = Placement(*args["flow"])
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
@@ -233,8 +233,8 @@ def _compile(args: dict[str, Any]) -> dict[str, Any]:
     on a Zen 5 (full-size decoder, bfloat16, 2 threads) the whole peak of windows
     32-64 with the flow beside it was 971-974 MB compiled there against 918-921 MB
     loaded, and every OpenVINO option was judged on the larger figure."""
-    from yomiage.runtime.placement import Placement
-    from yomiage.runtime.sessions import Sessions
+    from yomiage.runtime.engines.placement import Placement
+    from yomiage.runtime.engines.sessions import Sessions
 
     sessions = Sessions(args["threads"], cache_dir=Path(args["compiled_dir"]), openvino=True)
     if not sessions.has_openvino:
@@ -296,7 +296,7 @@ def _time_flow(voice: Any) -> dict[int, float]:
     :data:`FLOW_TIMING_FRAMES`, as a request runs it (padded where it would be)."""
     import numpy as np
 
-    from yomiage.runtime.sessions import probe_speaker
+    from yomiage.runtime.engines.sessions import probe_speaker
 
     rng = np.random.default_rng(0)
     speaker = probe_speaker(voice.flow, rng)

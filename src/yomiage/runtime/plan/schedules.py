@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES
-from yomiage.runtime.plan import DecoderChoice
+from yomiage.runtime.plan.value import DecoderChoice
 
 # Decoder windows an option may grow to; the first window stays small for first audio.
 WINDOW_CHOICES = (128, 256, 512)

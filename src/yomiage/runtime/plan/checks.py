@@ -7,7 +7,7 @@ each measuring step's figures (:func:`step_problem`) and the measurements put
 together from them (:func:`measurements_problem`) are checked for sense: times
 finite and positive, memory positive and within what one process can hold,
 thread counts among those measured for. Figures that fail are measured again
-(``runtime/planner.py`` says so at WARNING, naming the file).
+(``runtime/plan/planner.py`` says so at WARNING, naming the file).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES
-from yomiage.runtime.plan import Measurements
+from yomiage.runtime.plan.measurements import Measurements
 
 # Less than Python with numpy and ONNX Runtime holds before any graph: a smaller floor
 # (the peak of a whole process) was not measured.
@@ -71,7 +71,7 @@ def measurements_problem(
 
 def step_problem(result: Mapping[str, Any]) -> str | None:
     """What makes one measuring process's ``result`` (its JSON line, as
-    :mod:`yomiage.runtime.plan_measure` keeps it) unusable; None: nothing."""
+    :mod:`yomiage.runtime.plan.measure` keeps it) unusable; None: nothing."""
     checks = {
         "call_ms": _ms,
         "threads_ms": _ms,

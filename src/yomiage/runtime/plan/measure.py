@@ -1,6 +1,6 @@
-"""Measuring, on this machine, what :func:`~yomiage.runtime.plan_choice.choose_plan` needs.
+"""Measuring, on this machine, what :func:`~yomiage.runtime.plan.choose.choose_plan` needs.
 
-Each measurement runs in a fresh process (:mod:`yomiage.runtime.plan_worker`),
+Each measurement runs in a fresh process (:mod:`yomiage.plan_child.measure`),
 because memory is what a plan is judged on and a process never gives its
 high-water mark back: OpenVINO keeps the kernels of every length it has seen,
 ONNX Runtime's arena keeps its largest working set. Where OpenVINO's compiled
@@ -12,7 +12,7 @@ precision (and per other layout of the decoder's stages, on ONNX Runtime: see
 length of the schedules
 (smallest first, as a server meets them) and records the memory it has added
 after each, then one full window at each thread count the plan may choose
-(:func:`yomiage.runtime.cpu.thread_choices`). One more runs the whole engine on
+(:func:`yomiage.runtime.engines.cpu.thread_choices`). One more runs the whole engine on
 a paragraph with the decoder left out, for the floor every plan shares (the
 plan's peak is the two added: exact for OpenVINO, which keeps its own memory,
 and a little over for ONNX Runtime, whose decoder reuses the arena the other
@@ -21,8 +21,8 @@ too), and times the flow. Where a bfloat16 decoder is a candidate, a last one
 runs the flow in bfloat16 on OpenVINO beside that decoder, for the flow's time
 there and the whole peak of each schedule with both. On a 2-core AVX2-only Zen 3
 this takes 160 s (100 s on a Zen 5 with bfloat16), once per CPU model, voice
-architecture and engine versions (:mod:`yomiage.runtime.plan_store` keeps it, each
-process's figures as it ends: :mod:`yomiage.runtime.plan_steps`). Each process dies
+architecture and engine versions (:mod:`yomiage.runtime.plan.store` keeps it, each
+process's figures as it ends: :mod:`yomiage.runtime.plan.steps`). Each process dies
 with the one that started it (:mod:`yomiage.lifeline`): one outlived ``yomiage
 serve`` by minutes, holding ~1 GB and both cores.
 """
@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.lifeline import child_environment
-from yomiage.runtime.placement import ORT_F32, Placement
-from yomiage.runtime.plan import EngineTimings, FlowTimings, Measurements
-from yomiage.runtime.plan_schedules import openvino_first_window
-from yomiage.runtime.plan_steps import MeasuredSteps, MeasureError, step_name
+from yomiage.runtime.engines.placement import ORT_F32, Placement
+from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan.schedules import openvino_first_window
+from yomiage.runtime.plan.steps import MeasuredSteps, MeasureError, step_name
 
 __all__ = ["CALL_TIMEOUT_S", "MEASURE_ENV", "MeasureError", "MeasureJob", "MeasuredSteps",
            "measure"]  # fmt: skip
@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 MEASURE_ENV = "YOMIAGE_PLAN_MEASURE"
 CALL_TIMEOUT_S = 600.0
 # The key of a measuring process's JSON line that says why it cannot measure here, for
-# good (plan_worker.py prints it for a MeasureError of its own).
+# good (yomiage.plan_child.measure prints it for a MeasureError of its own).
 REFUSED = "refused"
 
 
@@ -81,11 +81,11 @@ class MeasureJob:
     layouts: Mapping[int, Path] = field(default_factory=dict)
     # Engines and precisions to time the flow on besides ONNX Runtime float32, each with
     # the decoder in bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size
-    # with its schedule's first window: plan_schedules.openvino_first_window).
+    # with its schedule's first window: schedules.openvino_first_window).
     flows: tuple[tuple[str, str], ...] = ()
     openvino_windows: tuple[int, ...] = ()
     # For an engine that keeps every length it meets: its lengths in groups
-    # (plan_schedules.schedule_families), each timed in a process of its own so that no group's
+    # (schedules.schedule_families), each timed in a process of its own so that no group's
     # lengths count in another's memory. None given: all of ``lengths`` in one process.
     families: Mapping[tuple[str, str], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
@@ -162,7 +162,7 @@ def measure(
     """The decoder on each engine and precision of ``job.lengths`` (and in each of
     ``job.layouts``), and the floor, each in a fresh process. ``steps``: the outcomes
     kept from earlier starts (a step with one is not run again) and where each new
-    one is kept as it ends (:mod:`yomiage.runtime.plan_steps`; None: nothing kept).
+    one is kept as it ends (:mod:`yomiage.runtime.plan.steps`; None: nothing kept).
     MeasureError where ONNX Runtime float32 or the floor, which every plan needs,
     could not be measured."""
     steps = MeasuredSteps() if steps is None else steps
@@ -310,7 +310,7 @@ def _child(args: dict[str, Any]) -> dict[str, Any]:
     ``lasting`` where the process said why (the engine cannot run the graph here), not
     where it was killed, crashed or ran out of time (that may pass)."""
     env = dict(child_environment(), **{MEASURE_ENV: "0"})  # it dies with this process
-    command = [sys.executable, "-m", "yomiage.runtime.plan_worker", json.dumps(args)]
+    command = [sys.executable, "-m", "yomiage.plan_child.measure", json.dumps(args)]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S, env=env, check=False

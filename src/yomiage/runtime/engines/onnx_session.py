@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.errors import ModelLoadError
-from yomiage.runtime.cpu import physical_cores
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.cpu import physical_cores
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
     import onnxruntime as ort

@@ -3,13 +3,13 @@
 Two processes loading one voice with an empty cache each measured the whole plan
 (1,288 s each on a busy 2-core machine, where one alone took 989 s), each process
 taking both cores from the other. So the measuring process holds a lock file per
-plan key (:meth:`~yomiage.runtime.plan_store.PlanStore.lock_path`) and writes the
+plan key (:meth:`~yomiage.runtime.plan.store.PlanStore.lock_path`) and writes the
 step it is at beside it; another process that needs the same plan waits for the
 lock, then reads the plan the first one kept (or resumes from the steps it kept,
 if it died: the lock is the operating system's, released with its holder).
 
 The wait is bounded by the holder's progress, not by a fixed time: each of its
-steps ends within its own limit (:data:`~yomiage.runtime.plan_measure.CALL_TIMEOUT_S`),
+steps ends within its own limit (:data:`~yomiage.runtime.plan.measure.CALL_TIMEOUT_S`),
 so a holder whose note has not changed for :data:`STALL_S` is taken for stuck,
 and the waiter measures by itself. Each change is reported as the waiter's own
 progress (:mod:`yomiage.progress`), so a server starting behind another process's
@@ -31,7 +31,7 @@ from filelock import FileLock, Timeout
 from yomiage.atomic import write_atomic
 from yomiage.progress import progress_to, report_progress
 from yomiage.runtime.decoder_layouts import MAKE_TIMEOUT_S
-from yomiage.runtime.plan_measure import CALL_TIMEOUT_S
+from yomiage.runtime.plan.measure import CALL_TIMEOUT_S
 
 log = logging.getLogger(__name__)
 

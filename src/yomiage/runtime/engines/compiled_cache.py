@@ -2,7 +2,7 @@
 
 With a cache folder (``CACHE_DIR``), OpenVINO writes what it compiled from a graph
 there as a blob and, at later loads, maps that blob instead of compiling again
-(:class:`~yomiage.runtime.sessions.Sessions`). It checks a blob's header, not its
+(:class:`~yomiage.runtime.engines.sessions.Sessions`). It checks a blob's header, not its
 content: 64 KiB flipped inside one loaded, and the voice spoke noise (-7.8 dB SNR
 against the right audio) with no error, on every start. So once OpenVINO has
 written a blob, its sha256 is recorded beside it

@@ -5,7 +5,7 @@ A voice asks :class:`Sessions` for each of its graphs with a :class:`Placement`
 the pipeline knows which engine runs what. ONNX Runtime runs every graph and
 is the fallback; OpenVINO (``pip install openvino``, which ``yomiage`` depends
 on where it has wheels) runs the decoder faster, in float32 or, on CPUs with
-native bfloat16 arithmetic, in bfloat16 (:mod:`yomiage.runtime.placement` says
+native bfloat16 arithmetic, in bfloat16 (:mod:`yomiage.runtime.engines.placement` says
 which graph goes where, and why).
 """
 
@@ -24,19 +24,19 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
-from yomiage.runtime.compiled_cache import checked_cache
-from yomiage.runtime.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
-from yomiage.runtime.mapped_files import drop_resident_pages
-from yomiage.runtime.onnx_session import input_names, load_session, session_options
-from yomiage.runtime.openvino_graph import (
+from yomiage.runtime.engines.compiled_cache import checked_cache
+from yomiage.runtime.engines.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
+from yomiage.runtime.engines.mapped_files import drop_resident_pages
+from yomiage.runtime.engines.onnx_session import input_names, load_session, session_options
+from yomiage.runtime.engines.openvino_graph import (
     OVERRIDABLE_INPUTS,
     Dim,
     OpenVinoGraph,
     read_with_inputs,
     with_frame_mask,
 )
-from yomiage.runtime.placement import ORT_F32, Placement, Precision
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.engines.placement import ORT_F32, Placement, Precision
+from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 with engines_without_telemetry():  # the engines decide at their start: see that module
     import onnxruntime as ort
@@ -124,7 +124,7 @@ class Sessions:
     (measured on the full-size decoder: load 0.3 s -> 0.15 s, 15 MB less): a new
     graph or a new OpenVINO gets a new folder, and folders of other versions or
     forms are removed. Each blob there is checked against the sha256 recorded when
-    OpenVINO wrote it before it is used (:mod:`yomiage.runtime.compiled_cache`).
+    OpenVINO wrote it before it is used (:mod:`yomiage.runtime.engines.compiled_cache`).
     OpenVINO's own cache key is the graph's path, not its content, hence the
     folder per sha256.
     """
@@ -244,7 +244,7 @@ class Sessions:
         model, defaults = read_with_inputs(core, path, OVERRIDABLE_INPUTS)
         if frame_mask:
             model = with_frame_mask(model)
-        # Its blobs checked against their sha256 first (runtime/compiled_cache.py).
+        # Its blobs checked against their sha256 first (runtime/engines/compiled_cache.py).
         with checked_cache(cache) as cached:
             if cached:
                 config["CACHE_DIR"] = str(cache)

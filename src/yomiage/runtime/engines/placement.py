@@ -40,6 +40,7 @@ tables):
 
 from __future__ import annotations
 
+import importlib.metadata
 import logging
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -149,6 +150,15 @@ def voice_placement(precision: str, *, openvino: bool, automatic: bool = False) 
     # int8: static QDQ graphs run best on ONNX Runtime; fp32: see the module docstring.
     decoder = Placement("openvino", "bf16") if precision == "bf16" and openvino else ORT_F32
     return VoicePlacement(ORT_F32, ORT_F32, decoder, graph, precision, automatic)
+
+
+def installed_version(package: str) -> str | None:
+    """The installed version of an engine's package, read from its metadata (nothing is
+    loaded: OpenVINO costs a process 36 MB), or None."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return None
 
 
 def graph_bytes(path: Path) -> int:

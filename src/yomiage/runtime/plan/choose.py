@@ -1,24 +1,37 @@
-"""The rule that turns measurements into a plan: :func:`choose_plan`, and
-:func:`judge`, the prediction of one option's time and memory it rests on."""
+"""The rule that turns measurements into a plan: :func:`choose_plan`, and :func:`judge`,
+the prediction of one option's time and memory it rests on; with the smaller rules they
+use (the decoder calls a sentence takes, the thread count, the first window).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from yomiage.runtime.placement import ORT_F32
-from yomiage.runtime.plan import (
-    REFERENCE_SENTENCE_FRAMES,
-    SPEED_WORTH_MEMORY,
-    DecoderChoice,
-    FlowTimings,
-    Measurements,
-    Plan,
-    PlanOption,
-    choose_threads,
-    decoder_calls,
-    first_window,
-)
+from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, fixed_windows, windows
+from yomiage.runtime.engines.cpu import THREADS_WORTH
+from yomiage.runtime.engines.placement import ORT_F32
+from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan.value import DecoderChoice, Plan, PlanOption
+
+# Sentence lengths (decoder frames, ~11.6 ms each at 44.1 kHz) a plan is judged on: a
+# word, a short reply, a typical sentence, a long one, one near the flow's span.
+REFERENCE_SENTENCE_FRAMES = (40, 120, 250, 450, 700, 1000)
+# A stream's first decoder window, largest first. Its call waits before any audio, and
+# it has no frames before it, so it is padded on one side only; a smaller one costs one
+# more call, on the stream's first sentence only. What each takes per CPU family:
+# benchmarks/RESULTS.md.
+FIRST_WINDOW_CHOICES = (DEFAULT_FIRST_WINDOW_FRAMES, 16, 8)
+# What a 0.3 s first audio leaves the first decoder call, once BERT, the encoder and the
+# flow of a short sentence have run before it (their times per CPU family:
+# benchmarks/RESULTS.md).
+FIRST_CALL_TARGET_MS = 100.0
+# A plan that holds more memory must be predicted at least this much faster than a
+# lighter one to be taken; closer than that the two are even, and the lighter wins: the
+# same decoder measured twice, minutes apart, put two of its schedules up to 2.8% apart
+# either way, and the nearer one once cost +74 MB of peak for no speed that could be
+# told apart.
+SPEED_WORTH_MEMORY = 0.03
 
 
 def judge(
@@ -30,7 +43,7 @@ def judge(
     """``choice`` predicted from the measurements (None when its engine or its
     largest length was not measured): seconds of flow and decoder per sentence and
     the peak, with the flow where it may run with it
-    (:meth:`~yomiage.runtime.plan.Measurements.flow_with`) if that is faster and its
+    (:meth:`~yomiage.runtime.plan.measurements.Measurements.flow_with`) if that is faster and its
     peak fits ``budget_mb``, else on ONNX Runtime."""
     variants = judge_variants(choice, measured, budget_mb, frames)
     return variants[0] if variants else None
@@ -171,3 +184,47 @@ def choose_plan(
     return Plan(best.choice, budget_mb, why, threads, flow=best.flow, peak_mb=best.peak_mb,
                 options=tuple(ranked), threads_ms=chosen_among,
                 fits_budget=bool(eligible))  # fmt: skip
+
+
+def decoder_calls(
+    choice: DecoderChoice, frames: int, context: int, *, balanced_trims: bool = False
+) -> list[int]:
+    """The padded lengths of the decoder calls that decode a sentence of ``frames``
+    frames under ``choice`` (as :class:`~yomiage.runtime.onnx_voice.BundleVoice`
+    makes them when audio streams from the start; ``balanced_trims``: as it makes
+    them for a decoder fed those)."""
+    first = min(choice.first_window_frames, choice.window_frames)
+    if choice.keeps_shapes:
+        padding = 2 * context if balanced_trims else 0
+        return [
+            window.pad_stop - window.pad_start + zeros
+            for window, zeros in fixed_windows(
+                frames, choice.window_frames, context, first, min_padding=padding
+            )
+        ]
+    return [w.pad_stop - w.pad_start for w in windows(frames, choice.window_frames, context, first)]
+
+
+def choose_threads(threads_ms: Mapping[int, float], default: int) -> int:
+    """The fewest threads within :data:`THREADS_WORTH` of the fastest measured count;
+    ``default`` where fewer than two counts were measured."""
+    if len(threads_ms) < 2:
+        return default
+    fastest = min(threads_ms.values())
+    return min(t for t, ms in threads_ms.items() if ms <= fastest * (1 + THREADS_WORTH))
+
+
+def first_call_lengths(context: int) -> tuple[int, ...]:
+    """The padded lengths of the first-window choices' calls (padding after only)."""
+    return tuple(sorted(f + context for f in FIRST_WINDOW_CHOICES))
+
+
+def first_window(timings: EngineTimings, context: int) -> int:
+    """The largest first window whose call was measured within
+    :data:`FIRST_CALL_TARGET_MS`; the smallest where none was; the default where
+    those lengths were not measured."""
+    measured = [f for f in FIRST_WINDOW_CHOICES if f + context in timings.call_ms]
+    if len(measured) < len(FIRST_WINDOW_CHOICES):
+        return DEFAULT_FIRST_WINDOW_FRAMES
+    within = [f for f in measured if timings.call_ms[f + context] <= FIRST_CALL_TARGET_MS]
+    return max(within) if within else min(measured)

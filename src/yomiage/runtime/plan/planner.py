@@ -1,22 +1,22 @@
-"""Choosing each voice's :class:`~yomiage.runtime.plan.Plan` for one CPU backend.
+"""Choosing each voice's :class:`~yomiage.runtime.plan.value.Plan` for one CPU backend.
 
 The order of the decision, all of it here:
 
 1. ``decoder_precision="int8"``: the int8 graph on ONNX Runtime (an explicit
    choice; nothing to measure).
 2. A small decoder (the committed tiny voice): ONNX Runtime float32 (bf16 if asked),
-   as :mod:`yomiage.runtime.placement` explains.
+   as :mod:`yomiage.runtime.engines.placement` explains.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
    cache to keep it in: :func:`fallback_plan`.
 4. Otherwise the measurements kept for this CPU, voice architecture, threads (or
    the counts to choose among, when none was asked for) and engine versions,
-   measured once now if there are none (:mod:`yomiage.runtime.plan_measure`,
+   measured once now if there are none (:mod:`yomiage.runtime.plan.measure`,
    ~3 min on 2 cores, logged as it goes), and
    :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
    One process measures a key at a time, the others wait for its result
-   (:mod:`yomiage.runtime.plan_lock`); each step is kept as it ends, so a stopped
-   measuring resumes (:mod:`yomiage.runtime.plan_steps`).
+   (:mod:`yomiage.runtime.plan.lock`); each step is kept as it ends, so a stopped
+   measuring resumes (:mod:`yomiage.runtime.plan.steps`).
    Where the cache can keep them, ONNX Runtime float32 is also timed with the
    decoder's stages in the other layouts of
    :data:`~yomiage.runtime.decoder_layouts.LAYOUT_CHOICES`, and a plan that takes
@@ -33,36 +33,36 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from yomiage.runtime.bundle import VoiceManifest
 from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
-from yomiage.runtime.placement import OPENVINO_MIN_DECODER_BYTES, Placement, graph_bytes
-from yomiage.runtime.plan import (
-    DEFAULT_MEMORY_BUDGET_MB,
-    DecoderChoice,
-    Measurements,
-    Plan,
-    first_call_lengths,
+from yomiage.runtime.engines.placement import (
+    OPENVINO_MIN_DECODER_BYTES,
+    Placement,
+    graph_bytes,
+    installed_version,
 )
-from yomiage.runtime.plan_checks import measurements_problem
-from yomiage.runtime.plan_choice import choose_plan
-from yomiage.runtime.plan_lock import measuring_turn
-from yomiage.runtime.plan_measure import (
+from yomiage.runtime.plan.checks import measurements_problem
+from yomiage.runtime.plan.choose import choose_plan, first_call_lengths
+from yomiage.runtime.plan.lock import measuring_turn
+from yomiage.runtime.plan.measure import (
     MEASURE_ENV,
     MeasuredSteps,
     MeasureError,
     MeasureJob,
     measure,
 )
-from yomiage.runtime.plan_schedules import candidates, schedule_families
-from yomiage.runtime.plan_store import PlanKey, PlanStore, cpu_identity, voice_architecture
-from yomiage.runtime.sessions import Sessions, openvino_version
-from yomiage.runtime.telemetry import engines_without_telemetry
+from yomiage.runtime.plan.measurements import Measurements
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.schedules import candidates, schedule_families
+from yomiage.runtime.plan.store import PlanKey, PlanStore, cpu_identity, voice_architecture
+from yomiage.runtime.plan.value import DecoderChoice, Plan
 
-with engines_without_telemetry():  # ONNX Runtime decides at its start: see that module
-    import onnxruntime as ort
+if TYPE_CHECKING:
+    from yomiage.runtime.engines.sessions import Sessions
 
 log = logging.getLogger(__name__)
 
@@ -260,8 +260,8 @@ class Planner:
             inter_channels=manifest.inter_channels,
             hop_length=manifest.hop_length,
         )
-        engines = (("onnxruntime", ort.__version__),
-                   ("openvino", openvino_version() or "none"))  # fmt: skip
+        engines = (("onnxruntime", installed_version("onnxruntime") or "none"),
+                   ("openvino", installed_version("openvino") or "none"))  # fmt: skip
         sessions = self.sessions
         return PlanKey(cpu, flags, sessions.threads, sessions.thread_choices, architecture, engines)
 

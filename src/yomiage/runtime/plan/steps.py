@@ -2,7 +2,7 @@
 in hand and a failure that may pass is measured again.
 
 Measuring a full-size voice's plan is 8 or so processes
-(:mod:`yomiage.runtime.plan_measure`), 307 s on an idle 2-core machine and 989 s on
+(:mod:`yomiage.runtime.plan.measure`), 307 s on an idle 2-core machine and 989 s on
 a busy one. Its results used to be kept only once all of them had ended, so a
 start stopped at the last step (the server's load limit, a SIGTERM) began again
 from the first; and a step that failed once (its process killed) was kept out of
@@ -10,7 +10,7 @@ the plan for good. Now each step is named by what it measures
 (:func:`step_name`) and its outcome kept in the plan file as it ends:
 
 - ``{"result": {...}}``: the process's figures, checked for sense
-  (:func:`~yomiage.runtime.plan_checks.step_problem`);
+  (:func:`~yomiage.runtime.plan.checks.step_problem`);
 - ``{"failed": n, "why": ...}``: it failed ``n`` starts in a row for a cause that
   may pass (the process was killed, ran out of time, or gave figures that make no
   sense): measured again at the next start, up to :data:`MAX_ATTEMPTS` times;
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from yomiage.progress import report_progress
-from yomiage.runtime.plan_checks import step_problem
+from yomiage.runtime.plan.checks import step_problem
 
 log = logging.getLogger(__name__)
 

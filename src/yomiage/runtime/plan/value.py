@@ -1,0 +1,136 @@
+"""The plan's value: where each graph of a voice runs, how its decoder is windowed,
+the threads, and what it was chosen from; frozen, made by the planner alone
+(:mod:`yomiage.runtime.plan.planner`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from yomiage.runtime.chunking import (
+    DEFAULT_FIRST_WINDOW_FRAMES,
+    DEFAULT_WINDOW_FRAMES,
+    Windowing,
+    window_lengths,
+)
+from yomiage.runtime.engines.placement import (
+    DECODER_GRAPHS,
+    ORT_F32,
+    Engine,
+    Placement,
+    Precision,
+    VoicePlacement,
+)
+
+
+@dataclass(frozen=True, order=True)
+class DecoderChoice:
+    """How the decoder runs: engine, precision, the window schedule (the first
+    window's frames, doubling up to ``window_frames``) and ``layout``, the channels
+    from which its stages run 2-D (:mod:`yomiage.runtime.decoder_layouts`; 0: as
+    the bundle's graph has them)."""
+
+    engine: Engine
+    precision: Precision
+    window_frames: int = DEFAULT_WINDOW_FRAMES
+    first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
+    layout: int = 0
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(self.engine, self.precision)
+
+    @property
+    def keeps_shapes(self) -> bool:
+        """OpenVINO keeps kernels per input length: show it only the schedule's lengths."""
+        return self.engine == "openvino"
+
+    def lengths(self, context: int) -> tuple[int, ...]:
+        """The padded window lengths this schedule runs the decoder at, smallest first."""
+        return window_lengths(self.window_frames, context, self.first_window_frames)
+
+    def key(self) -> str:
+        key = f"{self.engine}-{self.precision}-{self.first_window_frames}-{self.window_frames}"
+        return f"{key}-2d{self.layout}" if self.layout else key
+
+    def __str__(self) -> str:
+        first = min(self.first_window_frames, self.window_frames)
+        layout = f", 2-D from {self.layout} channels" if self.layout else ""
+        windows = f"windows {first}-{self.window_frames} frames"
+        if first == self.window_frames:
+            windows = f"windows of {first} frames"
+        return f"{self.engine} {self.precision}, {windows}{layout}"
+
+
+@dataclass(frozen=True)
+class PlanOption:
+    """One decoder choice judged: predicted seconds of the flow and the decoder per
+    reference sentence, predicted peak memory, and why it was passed over (None:
+    eligible)."""
+
+    choice: DecoderChoice
+    seconds: tuple[float, ...]
+    peak_mb: float
+    refused: str | None = None
+    flow: Placement = ORT_F32  # where the flow runs with it (Measurements.flow_with)
+
+    @property
+    def total_s(self) -> float:
+        return sum(self.seconds)
+
+    def __str__(self) -> str:
+        return str(self.choice) + (f", flow {self.flow}" if self.flow != ORT_F32 else "")
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Where a voice's graphs run and how its decoder is windowed.
+
+    ``basis`` says where the plan came from ("measured on ..." or "fallback: ...");
+    ``options`` are the alternatives judged (empty for a fallback), the chosen first;
+    ``threads_ms``, the thread counts ``threads`` was chosen from (ms of one decoder
+    call each; empty when there was no choice); ``fits_budget``, False where no
+    option was predicted to fit ``budget_mb`` and the lightest was taken.
+    """
+
+    decoder: DecoderChoice
+    budget_mb: int
+    basis: str
+    threads: int
+    encoder: Placement = ORT_F32
+    flow: Placement = ORT_F32
+    peak_mb: float | None = None
+    options: tuple[PlanOption, ...] = field(default=(), compare=False)
+    threads_ms: tuple[tuple[int, float], ...] = field(default=(), compare=False)
+    fits_budget: bool = True
+
+    def placement(self, precision: str, *, automatic: bool) -> VoicePlacement:
+        """The graphs' placement for a bundle (``precision``: the decoder's, fp32/bf16/int8)."""
+        return VoicePlacement(
+            self.encoder,
+            self.flow,
+            self.decoder.placement,
+            DECODER_GRAPHS[precision],
+            precision,
+            automatic,
+        )
+
+    @property
+    def windowing(self) -> Windowing:
+        return Windowing(
+            window_frames=self.decoder.window_frames,
+            first_window_frames=self.decoder.first_window_frames,
+        )
+
+    def in_bundle_layout(self) -> Plan:
+        """This plan with the decoder's stages as its bundle has them."""
+        return replace(self, decoder=replace(self.decoder, layout=0))
+
+    def describe(self) -> str:
+        peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
+        flow = f", flow {self.flow}" if self.flow != ORT_F32 else ""
+        return (
+            f"decoder {self.decoder}{flow}, {self.threads} thread{'s' * (self.threads != 1)}"
+            f"{peak} "
+            f"(budget {self.budget_mb} MB; {self.basis})"
+        )
