@@ -62,10 +62,10 @@ PIPER_LATENT = "/Mul_7_output_0"  # z * mask, the input of /dec/conv_pre/Conv
 PIPER_AUDIO = "/dec/Tanh_output_0"
 
 CONFIGS = {  # name: (engine, precision, graph)
-    "onnxruntime fp32": ("onnxruntime", "f32", "decoder.onnx"),
-    "openvino fp32": ("openvino", "f32", "decoder.onnx"),
+    "onnxruntime fp32": ("onnxruntime", "fp32", "decoder.onnx"),
+    "openvino fp32": ("openvino", "fp32", "decoder.onnx"),
     "openvino bf16": ("openvino", "bf16", "decoder.onnx"),
-    "onnxruntime int8": ("onnxruntime", "f32", "decoder_int8.onnx"),
+    "onnxruntime int8": ("onnxruntime", "int8", "decoder_int8.onnx"),
 }
 
 
@@ -282,7 +282,7 @@ def zero_padding_table(bundle: Path, work: Path, piper: Path | None) -> None:
             continue
         padded = np.pad(z, ((0, 0), (0, 0), (0, length - n)))
         out = {}
-        for engine, precision in (("onnxruntime", "f32"), ("openvino", "bf16")):
+        for engine, precision in (("onnxruntime", "fp32"), ("openvino", "bf16")):
             graph = graphs.get((path, engine))
             if graph is None:
                 graph = graphs[(path, engine)] = open_graph(path, engine, precision)

@@ -28,13 +28,13 @@ import numpy.typing as npt
 
 from yomiage.runtime.chunking import FLOW_SPAN_FRAMES
 from yomiage.runtime.engines.memory import release_free_memory
-from yomiage.runtime.engines.placement import Placement
+from yomiage.runtime.engines.placement import OPENVINO_BF16, OPENVINO_FP32, ORT_FP32, Placement
 from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import FRAME_MASK_INPUT, flow_buckets_up_to, padded_span
 
 Array = npt.NDArray[np.float32]
-ENGINES = {"ONNX Runtime f32": Placement(), "OpenVINO f32": Placement("openvino", "f32"),
-           "OpenVINO bf16": Placement("openvino", "bf16")}  # fmt: skip
+ENGINES = {"ONNX Runtime fp32": ORT_FP32, "OpenVINO fp32": OPENVINO_FP32,
+           "OpenVINO bf16": OPENVINO_BF16}  # fmt: skip
 
 
 def _rss_mb() -> float:

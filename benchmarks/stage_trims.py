@@ -157,7 +157,7 @@ def main() -> None:
     parser.add_argument("--texts", default="short,medium,long")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--engine", choices=("onnxruntime", "openvino"), default="onnxruntime")
-    parser.add_argument("--precision", choices=("f32", "bf16"), default="bf16")
+    parser.add_argument("--precision", choices=("fp32", "bf16"), default="bf16")
     args = parser.parse_args()
     if not (PEERS / "bench_peers.py").is_file():
         raise SystemExit(f"the peers' texts are not at {PEERS}")

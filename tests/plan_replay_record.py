@@ -267,10 +267,11 @@ def normal(text: str) -> str:
 def run(scenario: Scenario, root: Path) -> dict[str, Any]:
     """The scenario through c453008's planner and backend: what it measured, chose and loaded."""
     import yomiage.runtime.planner as planner_module
-    from yomiage.runtime.bundle import read_manifest
-    from yomiage.runtime.chunking import Windowing
     from yomiage.runtime.placement import resolve_decoder_precision
     from yomiage.runtime.plan_store import PlanStore, _measurements
+
+    from yomiage.runtime.bundle import read_manifest
+    from yomiage.runtime.chunking import Windowing
 
     profile = next((p for p in PROFILES if p.name == scenario.profile), None)
     openvino = scenario.profile != "no-openvino"
@@ -350,6 +351,30 @@ def run(scenario: Scenario, root: Path) -> dict[str, Any]:
     return record
 
 
+# The plan file written by that commit's store (format 10) for this key, and what it held:
+# ``test_plan_store_format`` reads it with today's store.
+FORMAT_10_FILE = ROOT / "tests" / "data" / "plan_format_10.json"
+FORMAT_10_KEY = {"cpu": "Test CPU", "cpu_flags": ["avx2", "avx512_bf16"], "threads": 2,
+                 "thread_choices": [2, 4], "architecture": [["decoder", 59000000], ["context", 15]],
+                 "engines": [["onnxruntime", "1.0"], ["openvino", "2026.1"]]}  # fmt: skip
+
+
+def record_format_10(measured: dict[str, Any]) -> None:
+    """``measured`` kept by c453008's store under :data:`FORMAT_10_KEY`."""
+    from yomiage.runtime.plan_store import PlanKey, PlanStore, _measurements
+
+    fields = {k: tuple(tuple(v) if isinstance(v, list) else v for v in value)
+              if isinstance(value, list) else value for k, value in FORMAT_10_KEY.items()}  # fmt: skip
+    key = PlanKey(**fields)
+    assert key.format == 10
+    with tempfile.TemporaryDirectory() as tmp:
+        store = PlanStore(Path(tmp))
+        store.save(key, _measurements(measured), "2026-11-27")
+        data = json.loads(store.path(key).read_text())
+    # the file's name (its key's digest), for the test to check its own against
+    FORMAT_10_FILE.write_text(json.dumps({"name": store.path(key).name, "file": data}) + "\n")
+
+
 def main() -> int:
     records = []
     shared: dict[str, list[str]] = {"job": [], "measurements": []}  # each one written once
@@ -367,6 +392,9 @@ def main() -> int:
             "jobs": [json.loads(t) for t in shared["job"]],
             "measurements": [json.loads(t) for t in shared["measurements"]]}  # fmt: skip
     OUT.write_text(json.dumps(data, separators=(",", ":")) + "\n")
+    # measurements with both engines, a flow off ONNX Runtime and an engine left out
+    both = next(m for m in data["measurements"] if len(m["flows"]) > 1)
+    record_format_10({**both, "unavailable": [["openvino", "f32"]]})
     print(f"{len(records)} scenarios written to {OUT}", file=sys.stderr)
     return 0
 

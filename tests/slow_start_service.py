@@ -37,7 +37,7 @@ def measuring() -> NoVoices:
     """A load that measures the tiny decoder in a measuring process, again and again."""
     from yomiage.runtime.plan.measure import _child
 
-    args = {"what": "decoder", "engine": "onnxruntime", "precision": "f32",
+    args = {"what": "decoder", "engine": "onnxruntime", "precision": "fp32",
             "decoder": str(TINY / "decoder.onnx"), "bundle": str(TINY), "bert": str(TINY / "bert"),
             "tokenizer": None, "bert_precision": "q8", "threads": 1, "thread_choices": [1],
             "threads_length": 47, "context": 15, "compiled_dir": None,

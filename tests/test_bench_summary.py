@@ -17,7 +17,7 @@ import pytest
 from yomiage.cli import bench, main
 
 BF16 = "openvino bf16, windows 32-128 frames, flow openvino bf16"
-FP32 = "onnxruntime f32, windows 8-128 frames, 2-D from 128 channels"
+FP32 = "onnxruntime fp32, windows 8-128 frames, 2-D from 128 channels"
 CPU = "AMD EPYC 9R14 (2025-01-01)"
 OPTIONS_1 = [
     {"decoder": BF16, "predicted_decode_s": 25.87, "peak_mb": 967, "refused": None},

@@ -74,7 +74,7 @@ def test_the_worker_sends_the_plans_measuring_steps_and_keeps_them_out_of_load_s
     events = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     logs = [e["message"] for e in events if e["event"] == "log"]
     assert logs[0].startswith("choosing how to run tiny on this CPU: measuring")
-    assert any(m.startswith("measuring the decoder on onnxruntime f32") for m in logs)
+    assert any(m.startswith("measuring the decoder on onnxruntime fp32") for m in logs)
     assert any(m.startswith("could not measure a plan") for m in logs)
     (loaded,) = [e for e in events if e["event"] == "loaded"]
     assert "fallback: measuring failed" in loaded["plan"]

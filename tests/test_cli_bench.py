@@ -46,7 +46,7 @@ def test_json_shape_configs_once_and_progress_on_stderr(
     configs = report["configurations"]
     assert [c["threads"] for c in configs] == threads and report["busy"] is None
     for config in configs:
-        assert config["plan_decoder"].startswith("onnxruntime f32, windows")
+        assert config["plan_decoder"].startswith("onnxruntime fp32, windows")
         assert config["plan_measure_s"] == 0 and config["load"]["before"] == 0.0
     for row in report["rows"]:
         assert row["decoder"] == "auto" and row["precision"] == "fp32"
@@ -69,7 +69,7 @@ def test_quick_with_one_thread_prints_a_table(
     assert out.rstrip().endswith("recommended: --threads 1 --decoder auto")
     assert "[1/1] 1 thread, decoder auto: loading…" in err and "[1/1]" not in out
     # The plan auto runs by, and why: the committed voice's decoder is small.
-    assert "  1 thread, decoder auto: decoder onnxruntime f32" in out and "small decoder" in out
+    assert "  1 thread, decoder auto: decoder onnxruntime fp32" in out and "small decoder" in out
 
 
 def test_the_plan_and_its_alternatives_are_shown(tmp_path: Path) -> None:
@@ -90,15 +90,15 @@ def test_a_plan_chosen_for_its_memory_over_a_slightly_faster_one_says_why() -> N
     from yomiage.cli.bench_plans import plan_table
 
     lines = plan_table([
-        {"decoder": "onnxruntime f32, windows 8-128 frames", "predicted_decode_s": 13.05,
+        {"decoder": "onnxruntime fp32, windows 8-128 frames", "predicted_decode_s": 13.05,
          "peak_mb": 855, "refused": None},
-        {"decoder": "onnxruntime f32, windows 32-256 frames", "predicted_decode_s": 12.94,
+        {"decoder": "onnxruntime fp32, windows 32-256 frames", "predicted_decode_s": 12.94,
          "peak_mb": 929, "refused": None},
     ]).splitlines()[2:]  # fmt: skip
     assert "the lightest of those within 3% of the fastest" in lines[0]
     assert "within" not in lines[1]
     nothing_fits = plan_table([
-        {"decoder": "onnxruntime f32, windows 8-128 frames", "predicted_decode_s": 13.0,
+        {"decoder": "onnxruntime fp32, windows 8-128 frames", "predicted_decode_s": 13.0,
          "peak_mb": 1100, "refused": "~1100 MB peak is over the 1000 MB budget"},
     ])  # fmt: skip
     assert "over the 1000 MB budget" in nothing_fits
@@ -230,7 +230,7 @@ def test_bench_says_what_a_larger_budget_would_buy() -> None:
     from yomiage.cli.bench_report import faster_over_budget, faster_over_budget_lines
 
     options = [
-        {"decoder": "onnxruntime f32, windows 16-256 frames", "predicted_decode_s": 11.70,
+        {"decoder": "onnxruntime fp32, windows 16-256 frames", "predicted_decode_s": 11.70,
          "peak_mb": 981, "refused": None},
         {"decoder": "openvino bf16, windows 32-256 frames", "predicted_decode_s": 3.90,
          "peak_mb": 1789, "refused": "over"},
@@ -238,9 +238,9 @@ def test_bench_says_what_a_larger_budget_would_buy() -> None:
          "peak_mb": 1430, "refused": "over"},
         {"decoder": "openvino bf16, windows of 32 frames", "predicted_decode_s": 5.37,
          "peak_mb": 1054, "refused": "over"},
-        {"decoder": "onnxruntime f32, windows 32-512 frames", "predicted_decode_s": 11.65,
+        {"decoder": "onnxruntime fp32, windows 32-512 frames", "predicted_decode_s": 11.65,
          "peak_mb": 1098, "refused": "over"},
-        {"decoder": "onnxruntime f32, windows 32-128 frames", "predicted_decode_s": 11.89,
+        {"decoder": "onnxruntime fp32, windows 32-128 frames", "predicted_decode_s": 11.89,
          "peak_mb": 912, "refused": None},
     ]  # fmt: skip
     offers = faster_over_budget(options, 1000)
@@ -256,7 +256,7 @@ def test_bench_says_what_a_larger_budget_would_buy() -> None:
 
 
 def test_thread_counts_that_ran_one_plan_are_still_compared() -> None:
-    plan = "onnxruntime f32, windows 8-128 frames"
+    plan = "onnxruntime fp32, windows 8-128 frames"
     rec = recommend([_row(1, 1.0, plan=plan), _row(2, 0.8, plan=plan)])
     lines = "\n".join(rec.lines)
     assert "2 are 20% slower: more threads do not help here" in lines
@@ -266,13 +266,13 @@ def test_thread_counts_that_ran_one_plan_are_still_compared() -> None:
 def test_plans_that_differ_in_windows_only_are_said_without_a_precision_to_try() -> None:
     """One precision, other windows: the thread count is still not judged alone, and
     there is no other --decoder to suggest."""
-    rows = [_row(1, 1.0, plan="onnxruntime f32, windows 8-128 frames"),
-            _row(2, 0.8, plan="onnxruntime f32, windows 16-256 frames"),
-            _row(4, 0.9, plan="onnxruntime f32, windows 16-256 frames")]  # fmt: skip
+    rows = [_row(1, 1.0, plan="onnxruntime fp32, windows 8-128 frames"),
+            _row(2, 0.8, plan="onnxruntime fp32, windows 16-256 frames"),
+            _row(4, 0.9, plan="onnxruntime fp32, windows 16-256 frames")]  # fmt: skip
     rec = recommend(rows)
     lines = "\n".join(rec.lines)
     assert rec.plans_differ and "more threads do not help" not in lines
-    assert "(1 thread: onnxruntime f32, windows 8-128 frames; 2, 4 threads: onnxruntime f32, " \
+    assert "(1 thread: onnxruntime fp32, windows 8-128 frames; 2, 4 threads: onnxruntime fp32, " \
            "windows 16-256 frames)" in lines  # fmt: skip
     assert "to compare thread counts at one precision" not in lines
     assert rec.lines[-1] == "recommended: --threads 1 --decoder auto"

@@ -21,8 +21,8 @@ import pytest
 
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.decoder_layouts import DecoderLayouts
-from yomiage.runtime.engines.placement import Placement
-from yomiage.runtime.engines.sessions import Sessions, openvino_version, probe_speaker
+from yomiage.runtime.engines.placement import OPENVINO, OPENVINO_FP32
+from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
 DECODER = TINY / "decoder.onnx"
@@ -89,15 +89,15 @@ def test_a_made_decoder_missing_its_weights_is_made_again(tmp_path: Path) -> Non
     assert made.with_name("decoder.onnx.data").is_file()
 
 
-needs_openvino = pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+needs_openvino = pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO not installed")
 
 
 def _open_openvino(cache: Path) -> object:
     manifest = read_manifest(TINY)
     session = Sessions(1, cache_dir=cache, openvino=True).open(
-        DECODER, Placement("openvino", "f32"), sha256=manifest.files["decoder.onnx"]
+        DECODER, OPENVINO_FP32, sha256=manifest.files["decoder.onnx"]
     )
-    assert session.placement == Placement("openvino", "f32")
+    assert session.placement == OPENVINO_FP32
     return session
 
 

@@ -92,7 +92,7 @@ class Measured:
         self.jobs.append(job)
 
         def timings(ms_per_frame: float, layout: int) -> EngineTimings:
-            return EngineTimings("onnxruntime", "f32", {n: ms_per_frame * n for n in LENGTHS},
+            return EngineTimings("onnxruntime", "fp32", {n: ms_per_frame * n for n in LENGTHS},
                                  {n: 40.0 + n / 10 for n in LENGTHS}, layout=layout)  # fmt: skip
 
         engines = [timings(4.0, 0)]
@@ -175,7 +175,7 @@ def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
 
     sessions = Recording(1, openvino=False)
     made = DecoderLayouts(tmp_path).graph(DECODER, "abc", 1)
-    plan = Plan(DecoderChoice("onnxruntime", "f32", layout=1), 1000, "test", threads=1)
+    plan = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), 1000, "test", threads=1)
     placement = plan.placement("fp32", automatic=True)
     own = BundleVoice(TINY, sessions, placement)
     other = BundleVoice(TINY, sessions, placement, plan=plan, decoder_graph=made)
@@ -203,7 +203,7 @@ def test_a_made_decoder_that_does_not_load_is_removed_and_the_bundles_own_runs(
     made = backend.planner.layouts.graph(DECODER, key, 1)  # type: ignore[union-attr]
     made.with_name("decoder.onnx.data").write_bytes(b"damaged")
     monkeypatch.setattr(decoder_layouts, "unlike_made", lambda folder, names: {})
-    chosen = Plan(DecoderChoice("onnxruntime", "f32", layout=1), 1000, "test", threads=1)
+    chosen = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), 1000, "test", threads=1)
     monkeypatch.setattr(backend, "plan", lambda folder: chosen)
     voice = backend.load_voice(TINY)
     assert "cannot load ONNX graph" in caplog.text and "bundle's own decoder runs" in caplog.text

@@ -16,21 +16,24 @@ from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing, fixed_windows, window_lengths, windows
 from yomiage.runtime.engines.placement import (
+    OPENVINO,
+    OPENVINO_BF16,
+    OPENVINO_FP32,
     OPENVINO_MIN_DECODER_BYTES,
-    ORT_F32,
-    Placement,
+    ORT_FP32,
+    ORT_INT8,
     check_decoder_precision,
     graph_bytes,
     resolve_decoder_precision,
     voice_placement,
 )
-from yomiage.runtime.engines.sessions import COMPILED_FORM, Sessions, openvino_version
+from yomiage.runtime.engines.sessions import COMPILED_FORM, Sessions
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
-needs_openvino = pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+needs_openvino = pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO not installed")
 
 
 # -- placement ------------------------------------------------------------------------
@@ -71,13 +74,13 @@ def test_unknown_precision_names_the_choices() -> None:
 
 def test_voice_placement_keeps_all_but_the_decoder_on_onnxruntime() -> None:
     bf16 = voice_placement("bf16", openvino=True)
-    assert (bf16.encoder, bf16.flow) == (ORT_F32, ORT_F32)
-    assert bf16.decoder == Placement("openvino", "bf16")
+    assert (bf16.encoder, bf16.flow) == (ORT_FP32, ORT_FP32)
+    assert bf16.decoder == OPENVINO_BF16
     assert bf16.decoder_graph == "decoder.onnx"
-    assert voice_placement("fp32", openvino=True).decoder == ORT_F32  # exact, less memory
-    assert voice_placement("fp32", openvino=False).decoder == ORT_F32
+    assert voice_placement("fp32", openvino=True).decoder == ORT_FP32  # exact, less memory
+    assert voice_placement("fp32", openvino=False).decoder == ORT_FP32
     int8 = voice_placement("int8", openvino=True)
-    assert (int8.decoder, int8.decoder_graph) == (ORT_F32, "decoder_int8.onnx")
+    assert (int8.decoder, int8.decoder_graph) == (ORT_INT8, "decoder_int8.onnx")
 
 
 def _fake_decoder(folder: Path, weights: int) -> Path:
@@ -94,7 +97,7 @@ def test_the_tiny_voice_decodes_on_onnxruntime_by_default(test_voice: Path) -> N
     (and 3x the memory): auto keeps a small decoder on ONNX Runtime."""
     auto = voice_placement("bf16", openvino=True, automatic=True)
     tiny = auto.sized(graph_bytes(test_voice / "decoder.onnx"))
-    assert tiny.decoder == ORT_F32
+    assert tiny.decoder == ORT_FP32
     assert tiny.describe() == "decoder fp32 on onnxruntime"
 
 
@@ -102,12 +105,12 @@ def test_a_large_decoder_stays_on_openvino_bf16(tmp_path: Path) -> None:
     """The full-size default does not change: ~59 MB of decoder weights (14.6 M parameters)."""
     auto = voice_placement("bf16", openvino=True, automatic=True)
     large = auto.sized(graph_bytes(_fake_decoder(tmp_path, 58_633_216)))
-    assert large.decoder == Placement("openvino", "bf16")
+    assert large.decoder == OPENVINO_BF16
     small = _fake_decoder(tmp_path / "small", OPENVINO_MIN_DECODER_BYTES // 2)
-    assert auto.sized(graph_bytes(small)).decoder == ORT_F32
+    assert auto.sized(graph_bytes(small)).decoder == ORT_FP32
     # An explicit bf16 is what the user asked for, whatever the size.
     explicit = voice_placement("bf16", openvino=True)
-    assert explicit.sized(graph_bytes(small)).decoder == Placement("openvino", "bf16")
+    assert explicit.sized(graph_bytes(small)).decoder == OPENVINO_BF16
 
 
 @needs_openvino
@@ -118,7 +121,7 @@ def test_auto_loads_the_tiny_voice_on_onnxruntime(test_voice: Path) -> None:
 
 def test_a_refused_decoder_is_reported_as_what_runs() -> None:
     planned = voice_placement("bf16", openvino=True)
-    running = planned.running(ORT_F32)
+    running = planned.running(ORT_FP32)
     assert running.precision == "fp32"
     assert running.describe() == "decoder fp32 on onnxruntime"
     assert planned.running(planned.decoder) is planned
@@ -208,8 +211,8 @@ def test_openvino_can_be_switched_off_by_environment(
     monkeypatch.setenv("YOMIAGE_OPENVINO", "0")
     sessions = Sessions(2)
     assert not sessions.has_openvino
-    graph = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "bf16"))
-    assert graph.placement == ORT_F32  # asked for OpenVINO, got the fallback
+    graph = sessions.open(test_voice / "decoder.onnx", OPENVINO_BF16)
+    assert graph.placement == ORT_FP32  # asked for OpenVINO, got the fallback
 
 
 def test_a_backend_without_openvino_runs_fp32_on_onnxruntime(test_voice: Path) -> None:
@@ -241,8 +244,8 @@ def test_a_graph_openvino_refuses_falls_back_to_onnxruntime(
 
     sessions._core = Refusing()  # an OpenVINO that compiles nothing
     with caplog.at_level(logging.WARNING):
-        graph = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "f32"))
-    assert graph.placement == ORT_F32
+        graph = sessions.open(test_voice / "decoder.onnx", OPENVINO_FP32)
+    assert graph.placement == ORT_FP32
     assert "unsupported operation" in caplog.text
 
 
@@ -251,9 +254,9 @@ def test_openvino_takes_the_decoders_trims_or_their_default(test_voice: Path) ->
     """OpenVINO's reader makes an input with a default a constant; the trims must stay
     an input (fed: ONNX Runtime's samples), and left out, act as the default (none)."""
     sessions = Sessions(1)
-    on_openvino = sessions.open(test_voice / "decoder.onnx", Placement("openvino", "f32"))
-    on_ort = sessions.open(test_voice / "decoder.onnx", ORT_F32)
-    assert on_openvino.placement == Placement("openvino", "f32")
+    on_openvino = sessions.open(test_voice / "decoder.onnx", OPENVINO_FP32)
+    on_ort = sessions.open(test_voice / "decoder.onnx", ORT_FP32)
+    assert on_openvino.placement == OPENVINO_FP32
     assert TRIM_INPUT in on_openvino.input_names
     trims = read_manifest(test_voice).stage_trims
     assert trims is not None
@@ -274,16 +277,16 @@ def test_openvinos_cache_keeps_only_blobs_compiled_from_this_form(
 ) -> None:
     """Blobs of another OpenVINO, or compiled from an earlier form of the graphs (the
     decoder before its trims were an input), would never be read again: they go."""
-    version = openvino_version()
+    version = OPENVINO.version()
     assert version is not None
     stale = [tmp_path / "2000.1.0" / "x", tmp_path / version / "x"]
     for folder in stale:
         folder.mkdir(parents=True)
         (folder / "1.blob").write_bytes(b"old")
     graph = Sessions(1, cache_dir=tmp_path).open(
-        test_voice / "decoder.onnx", Placement("openvino", "f32"), sha256="x"
+        test_voice / "decoder.onnx", OPENVINO_FP32, sha256="x"
     )
-    assert graph.placement == Placement("openvino", "f32")
+    assert graph.placement == OPENVINO_FP32
     [kept] = list(tmp_path.iterdir())
     assert kept.name.endswith(f"-form{COMPILED_FORM}")
     assert list((kept / "x").glob("*.blob"))
@@ -308,8 +311,8 @@ def _decode_both(test_voice: Path, **backend_kwargs: object) -> tuple[np.ndarray
 def test_openvino_fp32_equals_onnxruntime(test_voice: Path) -> None:
     path = test_voice / "decoder.onnx"
     ort = Sessions(1, openvino=False).open(path)
-    ov = Sessions(1).open(path, Placement("openvino", "f32"))
-    assert ov.placement == Placement("openvino", "f32")
+    ov = Sessions(1).open(path, OPENVINO_FP32)
+    assert ov.placement == OPENVINO_FP32
     rng = np.random.default_rng(0)
     z_channels = ort.input_shape("z")[1]
     assert isinstance(z_channels, int)
@@ -372,7 +375,7 @@ def _openvino_fp32_voice(test_voice: Path) -> tuple[OnnxBackend, Any]:
     comparable exactly with ONNX Runtime."""
     backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32")
     voice = backend.load_voice(test_voice)
-    voice.decoder = backend.sessions.open(test_voice / "decoder.onnx", Placement("openvino", "f32"))
+    voice.decoder = backend.sessions.open(test_voice / "decoder.onnx", OPENVINO_FP32)
     return backend, voice
 
 

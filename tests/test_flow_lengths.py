@@ -14,8 +14,15 @@ import pytest
 
 from yomiage.options import SynthesisOptions
 from yomiage.runtime.chunking import FLOW_SPAN_FRAMES, Windowing
-from yomiage.runtime.engines.placement import ORT_F32, Placement, voice_placement
-from yomiage.runtime.engines.sessions import Sessions, openvino_version, probe_speaker
+from yomiage.runtime.engines.placement import (
+    OPENVINO,
+    OPENVINO_BF16,
+    OPENVINO_FP32,
+    ORT_FP32,
+    Placement,
+    voice_placement,
+)
+from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import (
     BEYOND_BUCKETS,
     FLOW_BUCKETS,
@@ -29,8 +36,8 @@ from yomiage.runtime.onnx_voice import BundleVoice
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
-needs_openvino = pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
-OV_F32 = Placement("openvino", "f32")
+needs_openvino = pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO not installed")
+OV_FP32 = OPENVINO_FP32
 
 
 def test_each_bucket_is_at_most_a_third_longer_than_the_one_before() -> None:
@@ -80,15 +87,15 @@ def test_the_masked_flow_gives_the_unpadded_frames_exactly(test_voice: Path, fra
     the only operations that mix frames; both are masked)."""
     path = test_voice / "flow.onnx"
     ort = Sessions(1, openvino=False).open(path)
-    masked = Sessions(1).open(path, OV_F32, frame_mask=True)
-    assert masked.placement == OV_F32 and FRAME_MASK_INPUT in masked.input_names
+    masked = Sessions(1).open(path, OV_FP32, frame_mask=True)
+    assert masked.placement == OV_FP32 and FRAME_MASK_INPUT in masked.input_names
     feeds = _flow_feeds(ort, frames)
     expected = ort.run(feeds)[0]
     padded, mask = padded_span(feeds["z_p"])
     got = masked.run({**feeds, "z_p": padded, FRAME_MASK_INPUT: mask})[0][:, :, :frames]
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-4 * float(np.abs(expected).max()))
     if padded.shape[2] > frames:  # without the mask the padding changes the frames
-        plain = Sessions(1).open(path, OV_F32)
+        plain = Sessions(1).open(path, OV_FP32)
         unmasked = plain.run({**feeds, "z_p": padded})[0][:, :, :frames]
         assert np.abs(unmasked - expected).max() > 1e-3 * float(np.abs(expected).max())
 
@@ -100,8 +107,8 @@ def test_a_graph_without_attention_is_not_masked_and_runs_on_onnxruntime(
     """Only a flow's padding can be hidden; asked of another graph, the mask fails and
     that graph runs on ONNX Runtime, with a warning."""
     with caplog.at_level(logging.WARNING):
-        graph = Sessions(1).open(test_voice / "decoder.onnx", OV_F32, frame_mask=True)
-    assert graph.placement == ORT_F32
+        graph = Sessions(1).open(test_voice / "decoder.onnx", OV_FP32, frame_mask=True)
+    assert graph.placement == ORT_FP32
     assert "no attention" in caplog.text
 
 
@@ -135,7 +142,7 @@ def test_a_voice_with_its_flow_on_openvino_speaks_as_on_onnxruntime(
     sentence = [frontend.g2p(text)]
     options = SynthesisOptions(seed=5)
     audio = []
-    for flow in (ORT_F32, OV_F32):
+    for flow in (ORT_FP32, OV_FP32):
         backend, voice = _voice(test_voice, flow, flow_frames=flow_frames, first_flow_frames=first)
         assert voice.flow.placement == flow
         shapes: list[int] = []
@@ -143,7 +150,7 @@ def test_a_voice_with_its_flow_on_openvino_speaks_as_on_onnxruntime(
         rng = backend.new_rng(5)
         [encoded] = encode(backend, voice, sentence, options, rng)
         audio.append(decode(voice, encoded, options, rng))
-        if flow == OV_F32:
+        if flow == OV_FP32:
             assert shapes and all(n in flow_buckets_up_to(flow_frames) for n in shapes)
             assert sum(encoded.durations) <= flow_frames or len(shapes) > 1
     np.testing.assert_allclose(audio[1], audio[0], rtol=0, atol=1e-3)
@@ -151,13 +158,13 @@ def test_a_voice_with_its_flow_on_openvino_speaks_as_on_onnxruntime(
 
 @needs_openvino
 def test_warming_runs_the_flow_at_every_bucket_once(test_voice: Path) -> None:
-    _, voice = _voice(test_voice, OV_F32, flow_frames=300)
+    _, voice = _voice(test_voice, OV_FP32, flow_frames=300)
     seen: list[int] = []
     _record_shapes(voice.flow, seen)
     voice.warm_shapes()
     assert tuple(seen) == flow_buckets_up_to(300) == (96, 128, 160, 192, 256, 320)
     # Spans made longer than the buckets: those are warmed, the lengths beyond are not.
-    _, voice = _voice(test_voice, OV_F32, flow_frames=5000)
+    _, voice = _voice(test_voice, OV_FP32, flow_frames=5000)
     seen = []
     _record_shapes(voice.flow, seen)
     voice.warm_flow()
@@ -165,7 +172,7 @@ def test_warming_runs_the_flow_at_every_bucket_once(test_voice: Path) -> None:
 
 
 def test_a_flow_on_onnxruntime_runs_unpadded_and_is_not_warmed(test_voice: Path) -> None:
-    _, voice = _voice(test_voice, ORT_F32)
+    _, voice = _voice(test_voice, ORT_FP32)
     seen: list[int] = []
     _record_shapes(voice.flow, seen)
     voice.warm_shapes()
@@ -176,17 +183,17 @@ def test_a_flow_on_onnxruntime_runs_unpadded_and_is_not_warmed(test_voice: Path)
 
 
 def test_what_runs_names_a_flow_off_onnxruntime_and_one_refused() -> None:
-    planned = replace(voice_placement("bf16", openvino=True), flow=Placement("openvino", "bf16"))
+    planned = replace(voice_placement("bf16", openvino=True), flow=OPENVINO_BF16)
     assert planned.describe() == "decoder bf16 on openvino, flow bf16 on openvino"
     assert planned.running(planned.decoder, planned.flow) is planned
-    refused = planned.running(planned.decoder, ORT_F32)
+    refused = planned.running(planned.decoder, ORT_FP32)
     assert refused.describe() == "decoder bf16 on openvino" and refused.precision == "bf16"
 
 
 @needs_openvino
 def test_a_voice_reports_its_flow_where_it_runs(test_voice: Path) -> None:
-    _, voice = _voice(test_voice, OV_F32)
-    assert voice.info.runtime == "decoder fp32 on onnxruntime, flow f32 on openvino"
+    _, voice = _voice(test_voice, OV_FP32)
+    assert voice.info.runtime == "decoder fp32 on onnxruntime, flow fp32 on openvino"
 
 
 @needs_openvino
@@ -207,11 +214,11 @@ def test_a_voice_runs_what_keeps_shapes_once_as_it_loads(
 
     monkeypatch.setattr(OpenVinoGraph, "run", noting)
     backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32")
-    placement = replace(voice_placement("fp32", openvino=True), flow=OV_F32, decoder=OV_F32)
+    placement = replace(voice_placement("fp32", openvino=True), flow=OV_FP32, decoder=OV_FP32)
     voice = BundleVoice(test_voice, backend.sessions, placement, windowing=Windowing(64, 32))
-    assert voice.decoder.placement == OV_F32
+    assert voice.decoder.placement == OV_FP32
     first_window = 32 + 2 * voice.manifest.receptive_field_frames
     assert calls == [("flow.onnx", FLOW_BUCKETS[0]), ("decoder.onnx", first_window)]
     calls.clear()
-    _voice(test_voice, ORT_F32)
+    _voice(test_voice, ORT_FP32)
     assert calls == []

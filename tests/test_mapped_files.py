@@ -14,8 +14,8 @@ import pytest
 
 from yomiage.runtime.engines import mapped_files, openvino_graph, sessions
 from yomiage.runtime.engines.mapped_files import drop_resident_pages
-from yomiage.runtime.engines.placement import Placement
-from yomiage.runtime.engines.sessions import Sessions, openvino_version, probe_speaker
+from yomiage.runtime.engines.placement import OPENVINO, OPENVINO_BF16
+from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's madvise")
 MB = 1 << 20
@@ -60,7 +60,7 @@ def test_nothing_is_dropped_where_there_is_no_madvise(
     assert drop_resident_pages([], maps=tmp_path / "missing") == 0
 
 
-@pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+@pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO not installed")
 def test_openvino_gives_back_what_it_compiled_from_after_each_new_length(
     test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,7 +72,7 @@ def test_openvino_gives_back_what_it_compiled_from_after_each_new_length(
     monkeypatch.setattr(sessions, "drop_resident_pages", record)  # once compiled
     monkeypatch.setattr(openvino_graph, "drop_resident_pages", record)  # after a new length
     path = test_voice / "decoder.onnx"
-    graph = Sessions(1).open(path, Placement("openvino", "bf16"))  # no cache: the ONNX files
+    graph = Sessions(1).open(path, OPENVINO_BF16)  # no cache: the ONNX files
     assert dropped == [(path, path.with_name("decoder.onnx.data"))]  # once compiled
     rng = np.random.default_rng(0)
     channels = graph.input_shape("z")[1]
@@ -81,7 +81,7 @@ def test_openvino_gives_back_what_it_compiled_from_after_each_new_length(
     for frames in (20, 20, 30, 20, 30):
         graph.run({"z": rng.standard_normal((1, channels, frames), np.float32), **speaker})
     assert len(dropped) == 3  # after compiling, then after the first call at 20 and at 30
-    cached = Sessions(1, cache_dir=tmp_path).open(path, Placement("openvino", "bf16"), sha256="x")
+    cached = Sessions(1, cache_dir=tmp_path).open(path, OPENVINO_BF16, sha256="x")
     (folder,) = dropped[-1]  # with a cache: the folder of its compiled blob
     assert folder.name == "x" and folder.parent.parent == tmp_path
-    assert cached.placement == Placement("openvino", "bf16")
+    assert cached.placement == OPENVINO_BF16

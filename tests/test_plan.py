@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.engines.placement import OPENVINO_BF16, ORT_FP32
 from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.plan.choose import (
     SPEED_WORTH_MEMORY,
@@ -44,9 +45,9 @@ def timings(engine: str, precision: str, ms_per_frame: float, mb_per_length: flo
     )
 
 
-ORT = timings("onnxruntime", "f32", 4.0, 40)
+ORT = timings("onnxruntime", "fp32", 4.0, 40)
 FAST_HUNGRY = timings("openvino", "bf16", 2.0, 100)  # twice as fast, 100 MB a length
-EVERYTHING = candidates(openvino=True, native_bf16=True, openvino_f32=True)
+EVERYTHING = candidates(openvino=True, native_bf16=True, openvino_fp32=True)
 
 
 def measured(*engines: EngineTimings, floor: float = 600) -> Measurements:
@@ -83,7 +84,7 @@ def test_a_tighter_budget_takes_fewer_window_lengths_before_another_engine() -> 
 # H200 machine's host, RESULTS.md "Issue 32, fourth pass"): bfloat16 costs about the
 # same per frame at every length, but memory grows steeply with the length. (Measured
 # before format 4: OpenVINO's memory then left out loading OpenVINO itself, ~36 MB.)
-AMX_ORT = EngineTimings("onnxruntime", "f32",
+AMX_ORT = EngineTimings("onnxruntime", "fp32",
                         {23: 110.3, 31: 117.8, 47: 269.6, 62: 206.0, 94: 318.1, 158: 528.5,
                          286: 1038.1, 542: 2027.7},
                         {23: 80.9, 31: 86.0, 47: 95.1, 62: 103.2, 94: 118.5, 158: 149.2,
@@ -96,7 +97,7 @@ AMX = Measurements(828.2, (AMX_ORT, AMX_BF16), CONTEXT,
 
 @pytest.mark.parametrize(
     ("budget", "expected"),
-    [(1000, DecoderChoice("onnxruntime", "f32", 128)),  # 1.6% from 256's speed: even
+    [(1000, DecoderChoice("onnxruntime", "fp32", 128)),  # 1.6% from 256's speed: even
      (1100, DecoderChoice("openvino", "bf16", 32)),
      (1500, DecoderChoice("openvino", "bf16", 128)),
      (2000, DecoderChoice("openvino", "bf16", 256))],
@@ -158,7 +159,7 @@ def test_an_explicit_precision_is_honoured_even_where_it_is_slower() -> None:
 
 
 def test_the_same_measurements_always_give_the_same_plan() -> None:
-    m = measured(ORT, FAST_HUNGRY, timings("openvino", "f32", 2.0, 100))  # a tie on speed
+    m = measured(ORT, FAST_HUNGRY, timings("openvino", "fp32", 2.0, 100))  # a tie on speed
     plans = {choose_plan(m, 1500, threads=2, basis="t", allowed=order).decoder
              for order in (EVERYTHING, tuple(reversed(EVERYTHING)))}  # fmt: skip
     assert len(plans) == 1
@@ -167,7 +168,7 @@ def test_the_same_measurements_always_give_the_same_plan() -> None:
 def test_onnx_runtime_peaks_measured_whole_replace_the_sum() -> None:
     m = replace(measured(ORT), ort_peak_mb={128: 700.0, 256: 720.0, 512: 800.0})
     plan = choose_plan(m, 750, threads=2, basis="t", allowed=EVERYTHING)
-    assert plan.decoder == DecoderChoice("onnxruntime", "f32", 256)
+    assert plan.decoder == DecoderChoice("onnxruntime", "fp32", 256)
     assert plan.peak_mb == 720.0
 
 
@@ -258,11 +259,11 @@ def test_a_decoder_fed_balanced_trims_is_judged_on_the_calls_it_then_gets() -> N
 def test_candidates_follow_what_the_cpu_has() -> None:
     assert {c.engine for c in candidates(openvino=False, native_bf16=True)} == {"onnxruntime"}
     no_bf16 = candidates(openvino=True, native_bf16=False)
-    assert {(c.engine, c.precision) for c in no_bf16} == {("onnxruntime", "f32")}
+    assert {(c.engine, c.precision) for c in no_bf16} == {("onnxruntime", "fp32")}
     assert {(c.engine, c.precision) for c in candidates(openvino=True, native_bf16=True)} == {
-        ("onnxruntime", "f32"), ("openvino", "bf16")}  # fmt: skip
-    every = candidates(openvino=True, native_bf16=True, openvino_f32=True)
-    assert ("openvino", "f32") in {(c.engine, c.precision) for c in every}
+        ("onnxruntime", "fp32"), ("openvino", "bf16")}  # fmt: skip
+    every = candidates(openvino=True, native_bf16=True, openvino_fp32=True)
+    assert ("openvino", "fp32") in {(c.engine, c.precision) for c in every}
 
 
 def test_the_fallback_takes_bf16_only_under_a_budget_that_holds_it() -> None:
@@ -275,9 +276,9 @@ def test_the_fallback_takes_bf16_only_under_a_budget_that_holds_it() -> None:
     # bf16's measured peak (1,260-1,830 MB) is over the default budget on every CPU
     # measured, so where nothing is measured the default budget keeps float32 too.
     for budget in (600, DEFAULT_MEMORY_BUDGET_MB, FALLBACK_BF16_BUDGET_MB - 1):
-        assert fallback(budget) == DecoderChoice("onnxruntime", "f32")
+        assert fallback(budget) == DecoderChoice("onnxruntime", "fp32")
     assert fallback(FALLBACK_BF16_BUDGET_MB) == DecoderChoice("openvino", "bf16")
-    assert fallback(4000, native_bf16=False) == DecoderChoice("onnxruntime", "f32")
+    assert fallback(4000, native_bf16=False) == DecoderChoice("onnxruntime", "fp32")
     assert fallback_plan(openvino=False, native_bf16=True, budget_mb=4000, threads=2,
                          why="x").decoder.engine == "onnxruntime"  # fmt: skip
 
@@ -300,7 +301,7 @@ def test_a_faster_layout_of_the_decoder_is_taken_and_its_memory_counted() -> Non
         "onnxruntime"}  # fmt: skip
     assert all(c.layout == 0 for c in candidates(openvino=True, native_bf16=True, layouts=(128,))
                if c.engine == "openvino")  # fmt: skip
-    faster = replace(timings("onnxruntime", "f32", 3.0, 40), layout=128)  # 25% faster
+    faster = replace(timings("onnxruntime", "fp32", 3.0, 40), layout=128)  # 25% faster
     peaks = {128: 700.0, 256: 740.0, 512: 800.0}
     m = replace(measured(ORT, faster), ort_peak_mb=peaks)
     plan = choose_plan(m, 2000, threads=2, basis="t", allowed=allowed)
@@ -397,12 +398,10 @@ def test_a_voice_is_measured_once_then_planned_from_the_cache(
     assert len(measure.jobs) == 1
     assert first.decoder == again.decoder and first.basis.startswith("measured on")
     job = measure.jobs[0]
-    assert set(job.lengths) == {("onnxruntime", "f32")}  # no OpenVINO here: not measured
+    assert set(job.lengths) == {ORT_FP32}  # no OpenVINO here: not measured
     context = manifest.receptive_field_frames
-    schedule = DecoderChoice("onnxruntime", "f32", 512).lengths(context)
-    assert job.lengths[("onnxruntime", "f32")] == tuple(
-        sorted({*schedule, *first_call_lengths(context)})
-    )
+    schedule = DecoderChoice("onnxruntime", "fp32", 512).lengths(context)
+    assert job.lengths[ORT_FP32] == tuple(sorted({*schedule, *first_call_lengths(context)}))
 
 
 def test_a_new_budget_rechooses_without_measuring_again(
@@ -485,7 +484,7 @@ def test_a_voice_opens_its_graphs_on_its_plans_threads() -> None:
     from yomiage.runtime.plan.value import Plan
 
     sessions = Sessions(2, openvino=False)
-    plan = Plan(DecoderChoice("onnxruntime", "f32"), 1000, "test", threads=1)
+    plan = Plan(DecoderChoice("onnxruntime", "fp32"), 1000, "test", threads=1)
     voice = BundleVoice(TINY, sessions, plan.placement("fp32", automatic=True), plan=plan)
     for graph in (voice.encoder, voice.flow, voice.decoder):
         assert graph.session.get_session_options().intra_op_num_threads == 1
@@ -511,7 +510,7 @@ def test_the_measuring_processes_measure_every_length_and_thread_count(tmp_path:
         tokenizer=None,
         bert_precision="q8",
         threads=1,
-        lengths={("onnxruntime", "f32"): lengths},
+        lengths={ORT_FP32: lengths},
         thread_choices=(1, 2),
         threads_length=47,
         ort_windows=(16, 32),
@@ -544,10 +543,10 @@ def test_an_explicit_bf16_after_auto_measures_what_auto_did_not(
     first = CountingMeasure(measured(ORT))
     auto = planner(tmp_path, first).plan_for(manifest)
     assert auto.decoder.engine == "onnxruntime"
-    assert set(first.jobs[0].lengths) == {("onnxruntime", "f32")}
+    assert set(first.jobs[0].lengths) == {ORT_FP32}
     second = CountingMeasure(measured(ORT, FAST_HUNGRY))
     asked = planner(tmp_path, second, decoder_precision="bf16").plan_for(manifest)
-    assert len(second.jobs) == 1 and ("openvino", "bf16") in second.jobs[0].lengths
+    assert len(second.jobs) == 1 and OPENVINO_BF16 in second.jobs[0].lengths
     assert asked.decoder.precision == "bf16" and asked.basis.startswith("measured on")
     third = CountingMeasure(measured(ORT))
     again = planner(tmp_path, third).plan_for(manifest)
@@ -562,7 +561,7 @@ def test_an_engine_that_could_not_be_measured_is_remembered_and_falls_back(
     asked) every time without measuring every time."""
     manifest = big_voice(tmp_path, monkeypatch)
     monkeypatch.setattr(Sessions, "has_openvino", property(lambda self: True))
-    broken = replace(measured(ORT), unavailable=(("openvino", "bf16"),))
+    broken = replace(measured(ORT), unavailable=(OPENVINO_BF16,))
     measure = CountingMeasure(broken)
     plans = [planner(tmp_path, measure, decoder_precision="bf16").plan_for(manifest)
              for _ in range(2)]  # fmt: skip
@@ -589,13 +588,13 @@ def test_measuring_leaves_out_an_engine_that_fails_but_not_the_reference(
     monkeypatch.setattr(plan_measure, "_child", child)
     job = MeasureJob(decoder=Path("d.onnx"), bundle=Path("."), bert=Path("."), tokenizer=None,
                      bert_precision="q8", threads=2,
-                     lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62,)},
+                     lengths={ORT_FP32: (62,), OPENVINO_BF16: (62,)},
                      thread_choices=(2,), threads_length=62, ort_windows=(), context=CONTEXT,
                      compiled_dir=None)  # fmt: skip
     failing = {"openvino"}
     m = measure(job, progress=lambda _: None)
-    assert [(e.engine, e.precision) for e in m.engines] == [("onnxruntime", "f32")]
-    assert m.unavailable == (("openvino", "bf16"),)
+    assert [(e.engine, e.precision) for e in m.engines] == [("onnxruntime", "fp32")]
+    assert m.unavailable == (OPENVINO_BF16,)
     failing = {"onnxruntime"}
     with pytest.raises(MeasureError, match="onnxruntime"):
         measure(job, progress=lambda _: None)

@@ -4,6 +4,7 @@ when it measured faster there and the whole peak measured with both fits the bud
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
 from pathlib import Path
@@ -24,8 +25,13 @@ from tests.test_plan import (
 )
 from yomiage.plan_child.measure import FLOW_TIMING_FRAMES
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.engines.placement import ORT_F32, Placement
-from yomiage.runtime.engines.sessions import Sessions, openvino_version
+from yomiage.runtime.engines.placement import (
+    OPENVINO,
+    OPENVINO_BF16,
+    OPENVINO_FP32,
+    ORT_FP32,
+)
+from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.plan.choose import choose_plan, judge, judge_variants
 from yomiage.runtime.plan.measure import MeasureJob, measure
 from yomiage.runtime.plan.measurements import FlowTimings, Measurements
@@ -33,10 +39,10 @@ from yomiage.runtime.plan.schedules import candidates
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import DecoderChoice
 
-BF16 = Placement("openvino", "bf16")
-OV_F32 = Placement("openvino", "f32")
+BF16 = OPENVINO_BF16
+OV_FP32 = OPENVINO_FP32
 EVERYTHING = candidates(openvino=True, native_bf16=True)
-ORT_FLOW = FlowTimings(ORT_F32, {40: 22.0, 96: 30.0, 160: 40.0, 896: 250.0})
+ORT_FLOW = FlowTimings(ORT_FP32, {40: 22.0, 96: 30.0, 160: 40.0, 896: 250.0})
 FAST_FLOW = FlowTimings(BF16, {96: 20.0, 160: 25.0, 896: 130.0},
                         {32: 750.0, 64: 850.0, 128: 950.0, 256: 990.0})  # fmt: skip
 
@@ -50,8 +56,8 @@ def with_flows(*flows: FlowTimings, floor: float = 600) -> Measurements:
 def test_the_flow_may_follow_only_a_bfloat16_decoder() -> None:
     m = with_flows(ORT_FLOW, FAST_FLOW)
     assert m.flow_with(DecoderChoice("openvino", "bf16", 64)) == FAST_FLOW
-    assert m.flow_with(DecoderChoice("onnxruntime", "f32", 256)) is None
-    assert m.flow_with(DecoderChoice("openvino", "f32", 64)) is None
+    assert m.flow_with(DecoderChoice("onnxruntime", "fp32", 256)) is None
+    assert m.flow_with(DecoderChoice("openvino", "fp32", 64)) is None
     assert with_flows(FAST_FLOW).flow_with(DecoderChoice("openvino", "bf16")) is None
     assert with_flows(ORT_FLOW).flow_with(DecoderChoice("openvino", "bf16")) is None
 
@@ -59,7 +65,7 @@ def test_the_flow_may_follow_only_a_bfloat16_decoder() -> None:
 def test_a_flow_slower_where_it_moves_stays_on_onnxruntime() -> None:
     slower = replace(FAST_FLOW, call_ms={n: ms * 3 for n, ms in FAST_FLOW.call_ms.items()})
     option = judge(DecoderChoice("openvino", "bf16", 64), with_flows(ORT_FLOW, slower), 1000)
-    assert option is not None and option.flow == ORT_F32 and option.peak_mb == 800.0
+    assert option is not None and option.flow == ORT_FP32 and option.peak_mb == 800.0
 
 
 def test_the_peak_with_the_flow_moved_is_the_one_measured_whole() -> None:
@@ -68,7 +74,7 @@ def test_the_peak_with_the_flow_moved_is_the_one_measured_whole() -> None:
     assert option.flow == BF16 and option.peak_mb == 850.0 and option.refused is None
     assert str(option).endswith("flow openvino bf16")
     stays = judge(DecoderChoice("openvino", "bf16", 64), with_flows(ORT_FLOW), 1000)
-    assert stays is not None and stays.flow == ORT_F32 and stays.peak_mb == 800.0
+    assert stays is not None and stays.flow == ORT_FP32 and stays.peak_mb == 800.0
     # The flow's time counts: the same decoder, the flow faster.
     assert all(a < b for a, b in zip(option.seconds, stays.seconds, strict=True))
 
@@ -78,13 +84,13 @@ def test_a_flow_that_does_not_fit_stays_on_onnxruntime() -> None:
     m = with_flows(ORT_FLOW, FAST_FLOW)
     option = judge(DecoderChoice("openvino", "bf16", 128), m, 900)
     assert option is not None
-    assert option.flow == ORT_F32 and option.peak_mb == 900.0 and option.refused is None
+    assert option.flow == ORT_FP32 and option.peak_mb == 900.0 and option.refused is None
     # Neither fits: the lighter is what is shown (and refused).
     both = judge(DecoderChoice("openvino", "bf16", 256), m, 900)
     assert both is not None and both.refused and both.peak_mb == 990.0 and both.flow == BF16
     heavier = replace(FAST_FLOW, peak_mb={256: 1050.0})
     both = judge(DecoderChoice("openvino", "bf16", 256), with_flows(ORT_FLOW, heavier), 900)
-    assert both is not None and both.refused and both.peak_mb == 1000.0 and both.flow == ORT_F32
+    assert both is not None and both.refused and both.peak_mb == 1000.0 and both.flow == ORT_FP32
 
 
 def test_a_faster_flow_over_the_budget_is_shown_beside_the_option_that_fits() -> None:
@@ -92,7 +98,7 @@ def test_a_faster_flow_over_the_budget_is_shown_beside_the_option_that_fits() ->
     fits and lists the faster one, refused, so that bench can offer it."""
     m = with_flows(ORT_FLOW, FAST_FLOW)
     fits, faster = judge_variants(DecoderChoice("openvino", "bf16", 128), m, 900)
-    assert fits.flow == ORT_F32 and fits.refused is None and fits.peak_mb == 900.0
+    assert fits.flow == ORT_FP32 and fits.refused is None and fits.peak_mb == 900.0
     assert faster.flow == BF16 and faster.refused and faster.peak_mb == 950.0
     assert faster.total_s < fits.total_s
     plan = choose_plan(m, 900, threads=2, basis="t", allowed=EVERYTHING)
@@ -102,7 +108,7 @@ def test_a_faster_flow_over_the_budget_is_shown_beside_the_option_that_fits() ->
     # A flow that is slower where it moves is no trade: nothing more is listed.
     slower = replace(FAST_FLOW, call_ms={n: ms * 3 for n, ms in FAST_FLOW.call_ms.items()})
     only = judge_variants(DecoderChoice("openvino", "bf16", 128), with_flows(ORT_FLOW, slower), 900)
-    assert len(only) == 1 and only[0].flow == ORT_F32
+    assert len(only) == 1 and only[0].flow == ORT_FP32
 
 
 def test_bench_offers_the_flow_moved_when_a_larger_budget_buys_it() -> None:
@@ -127,11 +133,11 @@ def test_a_plan_carries_the_flow_of_its_option() -> None:
     assert plan.flow == BF16 and plan.peak_mb is not None and plan.peak_mb <= 1000
     assert "flow openvino bf16" in plan.describe()
     voice = plan.placement("bf16", automatic=True)
-    assert voice.flow == BF16 and voice.encoder == ORT_F32
+    assert voice.flow == BF16 and voice.encoder == ORT_FP32
     # float32 asked for: nothing moves off ONNX Runtime.
     f32 = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), 1000, threads=2, basis="t",
-                      allowed=[c for c in EVERYTHING if c.precision == "f32"])  # fmt: skip
-    assert f32.flow == ORT_F32 and "flow" not in f32.describe()
+                      allowed=[c for c in EVERYTHING if c.precision == "fp32"])  # fmt: skip
+    assert f32.flow == ORT_FP32 and "flow" not in f32.describe()
 
 
 def test_a_budget_too_small_for_the_moved_flow_keeps_the_decoder_on_openvino() -> None:
@@ -139,7 +145,7 @@ def test_a_budget_too_small_for_the_moved_flow_keeps_the_decoder_on_openvino() -
     stays, with the flow on ONNX Runtime."""
     m = with_flows(ORT_FLOW, replace(FAST_FLOW, peak_mb={w: 2000.0 for w in FAST_FLOW.peak_mb}))
     plan = choose_plan(m, 1000, threads=2, basis="t", allowed=EVERYTHING)
-    assert plan.decoder.placement == BF16 and plan.flow == ORT_F32
+    assert plan.decoder.placement == BF16 and plan.flow == ORT_FP32
 
 
 def test_flow_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
@@ -151,17 +157,19 @@ def test_flow_measurements_are_kept_and_read_back(tmp_path: Path) -> None:
 
 def test_a_kept_flow_on_an_unknown_engine_is_measured_over(tmp_path: Path) -> None:
     store = PlanStore(tmp_path)
-    store.save(key(), with_flows(ORT_FLOW, replace(FAST_FLOW, placement=Placement("x", "bf16"))),  # type: ignore[arg-type]
-               "2026-11-27")  # fmt: skip
+    store.save(key(), with_flows(ORT_FLOW, FAST_FLOW), "2026-11-27")
+    data = json.loads(store.path(key()).read_text())
+    data["measurements"]["flows"][1]["engine"] = "x"  # no engine of the table
+    store.path(key()).write_text(json.dumps(data))
     assert store.load(key()) is None
 
 
 def _job(**changes: Any) -> MeasureJob:
     job = MeasureJob(decoder=Path("d.onnx"), bundle=Path("."), bert=Path("."), tokenizer=None,
                      bert_precision="q8", threads=2,
-                     lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62,)},
+                     lengths={ORT_FP32: (62,), OPENVINO_BF16: (62,)},
                      thread_choices=(2,), threads_length=62, ort_windows=(), context=CONTEXT,
-                     compiled_dir=None, flows=(("openvino", "bf16"),),
+                     compiled_dir=None, flows=(OPENVINO_BF16,),
                      openvino_windows=(32, 64))  # fmt: skip
     return replace(job, **changes)
 
@@ -198,7 +206,7 @@ def test_measuring_times_the_flow_on_each_engine_with_the_decoder(
     asked = _children(monkeypatch)
     said: list[str] = []
     m = measure(_job(), progress=said.append)
-    assert m.flows == (FlowTimings(ORT_F32, {96: 30.0}),
+    assert m.flows == (FlowTimings(ORT_FP32, {96: 30.0}),
                        FlowTimings(BF16, {96: 20.0}, {32: 810.0, 64: 905.5}))  # fmt: skip
     [flow] = [a for a in asked if a["what"] == "flow"]
     assert flow["flow"] == ["openvino", "bf16"] and flow["windows"] == [32, 64]
@@ -224,7 +232,7 @@ def test_nothing_is_compiled_ahead_without_a_cache_or_without_openvino(
 ) -> None:
     asked = _children(monkeypatch)
     measure(_job(), progress=lambda _: None)  # no cache: each process compiles, as voices do
-    ort_only = _job(compiled_dir=tmp_path, lengths={("onnxruntime", "f32"): (62,)}, flows=(),
+    ort_only = _job(compiled_dir=tmp_path, lengths={ORT_FP32: (62,)}, flows=(),
                     openvino_windows=())  # fmt: skip
     measure(ort_only, progress=lambda _: None)
     assert "compile" not in [a["what"] for a in asked]
@@ -242,7 +250,7 @@ def test_a_decoder_that_cannot_be_compiled_ahead_is_still_measured(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(openvino_version() is None, reason="OpenVINO is not installed")
+@pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO is not installed")
 def test_the_compiling_process_leaves_the_decoder_where_a_voice_loads_it(tmp_path: Path) -> None:
     """The real process on the tiny voice: the cache holds the compiled decoder after it,
     under the name a voice's load looks for (its manifest's SHA-256)."""
@@ -294,8 +302,8 @@ def test_interleaving_schedules_are_measured_in_processes_of_their_own(
     is put together."""
     asked = _family_children(monkeypatch)
     said: list[str] = []
-    job = _job(lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62, 78, 94, 126)},
-               families={("openvino", "bf16"): ((62, 94), (78, 126))}, thread_choices=(1, 2),
+    job = _job(lengths={ORT_FP32: (62,), OPENVINO_BF16: (62, 78, 94, 126)},
+               families={OPENVINO_BF16: ((62, 94), (78, 126))}, thread_choices=(1, 2),
                openvino_windows=(32, 64, 96))  # fmt: skip
     m = measure(job, progress=said.append)
     decoders = [a for a in asked if a["what"] == "decoder" and a["engine"] == "openvino"]
@@ -315,8 +323,8 @@ def test_a_family_that_cannot_be_measured_leaves_the_others(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     _family_children(monkeypatch, failing=(126,))
-    job = _job(lengths={("onnxruntime", "f32"): (62,), ("openvino", "bf16"): (62, 78, 94, 126)},
-               families={("openvino", "bf16"): ((62, 94), (78, 126))})  # fmt: skip
+    job = _job(lengths={ORT_FP32: (62,), OPENVINO_BF16: (62, 78, 94, 126)},
+               families={OPENVINO_BF16: ((62, 94), (78, 126))})  # fmt: skip
     with caplog.at_level(logging.WARNING):
         m = measure(job, progress=lambda _: None)
     bf16 = m.engine("openvino", "bf16")
@@ -354,7 +362,7 @@ def test_a_flow_that_cannot_be_measured_stays_on_onnxruntime(
     _children(monkeypatch, flow_fails=True)
     with caplog.at_level(logging.WARNING):
         m = measure(_job(), progress=lambda _: None)
-    assert [f.placement for f in m.flows] == [ORT_F32]
+    assert [f.placement for f in m.flows] == [ORT_FP32]
     assert [e.engine for e in m.engines] == ["onnxruntime", "openvino"]  # the decoder stays
     assert "flow on openvino bf16 left out" in caplog.text
     assert m.flow_with(DecoderChoice("openvino", "bf16")) is None
@@ -377,9 +385,9 @@ def test_the_planner_asks_for_the_flow_with_every_bfloat16_schedule(
     auto = CountingMeasure(with_flows(ORT_FLOW, FAST_FLOW))
     plan = planner(tmp_path, auto).plan_for(manifest)
     [job] = auto.jobs
-    assert job.flows == (("openvino", "bf16"),) and job.openvino_windows == (32, 64, 96, 128, 256)
+    assert job.flows == (OPENVINO_BF16,) and job.openvino_windows == (32, 64, 96, 128, 256)
     # The 48-96 schedule's lengths interleave with the others': measured apart.
-    assert job.families == {("openvino", "bf16"): ((62, 94, 158, 286), (78, 126))}
+    assert job.families == {OPENVINO_BF16: ((62, 94, 158, 286), (78, 126))}
     assert plan.flow == BF16
     fp32 = CountingMeasure(with_flows(ORT_FLOW))
     planner(tmp_path / "other", fp32, decoder_precision="fp32").plan_for(manifest)
@@ -387,18 +395,18 @@ def test_the_planner_asks_for_the_flow_with_every_bfloat16_schedule(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(openvino_version() is None, reason="OpenVINO not installed")
+@pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO not installed")
 def test_the_flow_measuring_process_runs_both_graphs_on_openvino(tmp_path: Path) -> None:
     """The real process for the flow off ONNX Runtime, on the tiny voice: the flow timed at
     every length asked for, and a whole peak for each window size. Values are not judged."""
     manifest = read_manifest(TINY)
     job = _job(decoder=manifest.file("decoder.onnx"), bundle=TINY, bert=TINY / "bert",
                threads=1, thread_choices=(1,), threads_length=47,
-               lengths={("onnxruntime", "f32"): (47,)}, context=manifest.receptive_field_frames,
-               compiled_dir=tmp_path, flows=(("openvino", "f32"),), openvino_windows=(16, 32))  # fmt: skip
+               lengths={ORT_FP32: (47,)}, context=manifest.receptive_field_frames,
+               compiled_dir=tmp_path, flows=(OPENVINO_FP32,), openvino_windows=(16, 32))  # fmt: skip
     m = measure(job, progress=lambda _: None)
     ort, ov = m.flows
-    assert ort.placement == ORT_F32 and ov.placement == OV_F32
+    assert ort.placement == ORT_FP32 and ov.placement == OV_FP32
     assert set(ort.call_ms) == set(ov.call_ms) == set(FLOW_TIMING_FRAMES)
     assert set(ov.peak_mb) == {16, 32} and ov.peak_mb[16] <= ov.peak_mb[32]
     assert all(ms > 0 for ms in (*ort.call_ms.values(), *ov.call_ms.values()))

@@ -19,9 +19,10 @@ from typing import Any
 
 import pytest
 
-from yomiage.runtime.plan import measure as plan_measure
 from yomiage.runtime.bundle import VoiceManifest, read_manifest
+from yomiage.runtime.engines.placement import ORT_FP32
 from yomiage.runtime.engines.sessions import Sessions
+from yomiage.runtime.plan import measure as plan_measure
 from yomiage.runtime.plan.measure import MeasureError, MeasureJob
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
 from yomiage.runtime.plan.planner import BertGraph, Planner
@@ -211,7 +212,7 @@ def key(**changes: Any) -> PlanKey:
     return PlanKey(**{**base, **changes})  # type: ignore[arg-type]
 
 
-ORT = EngineTimings("onnxruntime", "f32", {62: 250.0, 94: 380.0}, {62: 40.0, 94: 50.0},
+ORT = EngineTimings("onnxruntime", "fp32", {62: 250.0, 94: 380.0}, {62: 40.0, 94: 50.0},
                     {2: 900.0})  # fmt: skip
 GOOD = Measurements(600.0, (ORT,), 15, {128: 700.0})
 
@@ -309,8 +310,8 @@ class SlowMeasure:
         with self.lock:
             self.count += 1
         time.sleep(1.5)
-        engine = EngineTimings("onnxruntime", "f32", {n: 4.0 * n for n in job.lengths[("onnxruntime", "f32")]},
-                               {n: 40.0 for n in job.lengths[("onnxruntime", "f32")]})  # fmt: skip
+        engine = EngineTimings("onnxruntime", "fp32", {n: 4.0 * n for n in job.lengths[ORT_FP32]},
+                               {n: 40.0 for n in job.lengths[ORT_FP32]})  # fmt: skip
         return Measurements(600.0, (engine,), job.context,
                             {w: 700.0 for w in job.ort_windows})  # fmt: skip
 

@@ -21,7 +21,7 @@ def test_each_voice_gets_one_line_with_engine_precision_and_threads() -> None:
 
 
 def test_a_voice_on_a_measured_thread_count_says_so_apart_from_its_bert() -> None:
-    runtimes = {"big": "decoder f32 on onnxruntime, 4 threads (measured)"}
+    runtimes = {"big": "decoder fp32 on onnxruntime, 4 threads (measured)"}
     assert voice_runtime_lines(runtimes, 2, "q8") == [
-        "voice big: decoder f32 on ONNX Runtime, 4 threads (measured), BERT q8 on 2 threads"
+        "voice big: decoder fp32 on ONNX Runtime, 4 threads (measured), BERT q8 on 2 threads"
     ]

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.engine_spec import EngineSpec
 from yomiage.errors import YomiageError
-from yomiage.runtime.engines.placement import ORT_F32
+from yomiage.runtime.engines.placement import ORT_FP32
 from yomiage.runtime.plan.choose import REFERENCE_SENTENCE_FRAMES
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def plan_event(speaker: Speaker) -> dict[str, Any]:
         for o in plan.options
     ]  # fmt: skip
     threads = [[count, ms] for count, ms in plan.threads_ms]
-    flow = f", flow {plan.flow}" if plan.flow != ORT_F32 else ""
+    flow = f", flow {plan.flow}" if plan.flow != ORT_FP32 else ""
     return {"plan": plan.describe(), "plan_decoder": f"{plan.decoder}{flow}",
             "plan_peak_mb": plan.peak_mb, "plan_options": options, "plan_threads": threads,
             "plan_budget_mb": plan.budget_mb,

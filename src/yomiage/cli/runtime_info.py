@@ -13,12 +13,13 @@ from collections.abc import Mapping
 
 log = logging.getLogger("yomiage.cli")
 
-_ENGINES = {"onnxruntime": "ONNX Runtime", "openvino": "OpenVINO", "torch": "PyTorch"}
-
 
 def readable(runtime: str) -> str:
     """``runtime`` with the engines' proper names (``onnxruntime`` -> ``ONNX Runtime``)."""
-    for name, shown in _ENGINES.items():
+    from yomiage.runtime.engines.placement import ENGINES
+
+    titles: dict[str, str] = {e.name: e.title for e in ENGINES.values()}
+    for name, shown in {**titles, "torch": "PyTorch"}.items():
         runtime = runtime.replace(name, shown)
     return runtime
 

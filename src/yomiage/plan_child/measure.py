@@ -69,16 +69,16 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
     from yomiage.runtime.stage_trims import TRIM_INPUT
 
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
-    openvino = args["engine"] == "openvino"
-    sessions = Sessions(args["threads"], cache_dir=compiled, openvino=openvino)
-    if openvino and not sessions.has_openvino:
-        raise MeasureError("OpenVINO is not available")
+    placement = Placement.parse(args["engine"], args["precision"])
+    sessions = Sessions(args["threads"], cache_dir=compiled, openvino=True)
+    if not sessions.runs(placement.kind):
+        raise MeasureError(f"{placement.kind.title} is not available")
     # Before OpenVINO is loaded (opening the graph loads it): a process whose plan runs
     # the decoder there pays for OpenVINO itself too, and only such a process does.
     before, _ = _memory_mb()
-    session = sessions.open(Path(args["decoder"]), Placement(args["engine"], args["precision"]),
+    session = sessions.open(Path(args["decoder"]), placement,
                             sha256=_cache_key(args))  # fmt: skip
-    if session.placement != Placement(args["engine"], args["precision"]):
+    if session.placement != placement:
         raise MeasureError(f"{args['engine']} refused the decoder")
     rng = np.random.default_rng(0)
     z_dim = session.input_shape("z")[1]
@@ -203,16 +203,16 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     from dataclasses import replace
 
     from yomiage.runtime.chunking import Windowing
-    from yomiage.runtime.engines.placement import Placement, voice_placement
+    from yomiage.runtime.engines.placement import OPENVINO_BF16, Placement, voice_placement
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.plan.schedules import openvino_first_window
 
-    flow = Placement(*args["flow"])
+    flow = Placement.parse(*args["flow"])
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
     backend = _backend(args, decoder_precision="bf16", compiled_dir=compiled)
     placement = replace(voice_placement("bf16", openvino=True), flow=flow)
     voice = BundleVoice(Path(args["bundle"]), backend.sessions, placement)
-    if (voice.flow.placement, voice.decoder.placement) != (flow, Placement("openvino", "bf16")):
+    if (voice.flow.placement, voice.decoder.placement) != (flow, OPENVINO_BF16):
         raise MeasureError(f"the flow or the decoder does not run on OpenVINO here ({flow})")
     voice.warm_flow()
     speaker = _calibration_speaker(backend, voice)
@@ -229,11 +229,10 @@ def _compile(args: dict[str, Any]) -> dict[str, Any]:
     measuring processes after this one load it from there, as every voice that runs
     the plan will (the measuring processes come first).
 
-    A process that compiles the decoder keeps more resident than one that loads it:
-    on a Zen 5 (full-size decoder, bfloat16, 2 threads) the whole peak of windows
-    32-64 with the flow beside it was 971-974 MB compiled there against 918-921 MB
-    loaded, and every OpenVINO option was judged on the larger figure."""
-    from yomiage.runtime.engines.placement import Placement
+    A process that compiles the decoder keeps more resident than one that loads it
+    (tens of MB on the full-size decoder), and every OpenVINO option was judged on the
+    larger figure before."""
+    from yomiage.runtime.engines.placement import OPENVINO, Placement
     from yomiage.runtime.engines.sessions import Sessions
 
     sessions = Sessions(args["threads"], cache_dir=Path(args["compiled_dir"]), openvino=True)
@@ -241,9 +240,9 @@ def _compile(args: dict[str, Any]) -> dict[str, Any]:
         raise MeasureError("OpenVINO is not available")
     compiled, sha256 = [], _cache_key(args)
     for precision in args["precisions"]:
-        graph = sessions.open(Path(args["decoder"]), Placement("openvino", precision),
-                              sha256=sha256)  # fmt: skip
-        if graph.placement.engine == "openvino":
+        asked = Placement(OPENVINO.name, precision)
+        graph = sessions.open(Path(args["decoder"]), asked, sha256=sha256)
+        if graph.placement == asked:
             compiled.append(precision)
     return {"compiled": compiled}
 

@@ -147,14 +147,10 @@ class OnnxBackend:
             return self._bundle_voice(folder, plan.in_bundle_layout(), own)
 
     def _bundle_voice(self, folder: Path, plan: Plan, decoder: Path) -> BundleVoice:
-        precision = "int8" if self.decoder_precision == "int8" else plan.decoder.precision
         return BundleVoice(
             folder,
             self.sessions,
-            plan.placement(
-                "fp32" if precision == "f32" else precision,
-                automatic=self.decoder_precision == "auto",
-            ),
+            plan.placement(plan.decoder.precision, automatic=self.decoder_precision == "auto"),
             windowing=self.windowing or plan.windowing,
             verified_dir=self.verified_dir,
             plan=plan,

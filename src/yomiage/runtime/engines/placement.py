@@ -1,69 +1,120 @@
-"""Which engine runs each graph of a voice, and in what precision: chosen by measurement.
+"""The words for where a graph runs: the engines and what each can do (:data:`ENGINES`,
+the one table the plan, the sessions and the plan store read), the precisions, and
+the placements the plan names (:data:`ORT_FP32`, :data:`OPENVINO_BF16`, ...).
 
-Measured on the full-size synthetic voice, 2-core AMD EPYC with AVX-512 BF16,
-2 threads, one graph at a time (``benchmarks/engines.py``; RESULTS.md has the
-tables):
+Which graph goes where, and why (the figures per CPU family are in
+``benchmarks/RESULTS.md``):
 
-* decoder, per useful frame: ONNX Runtime 4.9 ms (128-frame windows), 4.5
-  (512); OpenVINO float32 4.0 / 3.6 (equal to ONNX Runtime within 1e-6);
-  OpenVINO bfloat16 2.3 / 2.0, at ~40 dB SNR against float32 on a trained
-  decoder. bfloat16 on OpenVINO it is, where the CPU has it natively (elsewhere
-  it is emulated and slower than float32). float32 stays on ONNX Runtime: end
-  to end OpenVINO float32 was no faster (0.71-0.90x hayakoe in one run; ONNX
-  Runtime 0.82-0.85x in another) and held 100-500 MB more, since OpenVINO
-  keeps kernels for every input length; ONNX Runtime gives today's exact output.
-* flow: ONNX Runtime float32 by default (OpenVINO float32 was 1.12x faster at
-  650 frames but held ~240 MB more). A plan whose decoder runs bfloat16 on
-  OpenVINO may take the flow there too (:mod:`yomiage.runtime.plan`): with its
-  attention now banded, bfloat16 runs it 1.5-2.0x faster (Zen 5; 54.8 dB SNR on
-  its output, random full-size voice), padded to a few lengths so the memory it
-  keeps per length stays bounded (:mod:`yomiage.runtime.flow_lengths`).
-* encoder (with the duration predictors): equal speed (27 ms vs 26 at 200
-  tokens), OpenVINO loads 0.5 s slower; the spline of the stochastic duration
-  predictor must stay float32: ONNX Runtime.
-* BERT (q8): OpenVINO 1.09x faster at 100 tokens but 0.5 s slower to load and
-  ~450 MB more while running: ONNX Runtime.
-* small decoders: ONNX Runtime, whatever the CPU. OpenVINO's gain is in the
-  arithmetic of a large decoder; its costs (compiling per window length, its
-  own buffers and kernels, a slower load) are fixed, and on a small decoder
-  they are most of the work. Measured (issue 22 item 14, RESULTS.md): on the
-  committed tiny voice (0.3 MB of decoder weights) OpenVINO bf16 was the slower
-  engine end to end and held ~3x the memory; on the full-size synthetic voice
-  (59 MB) it decodes ~2x faster. So ``auto`` keeps a decoder under
-  :data:`OPENVINO_MIN_DECODER_BYTES` of weights (1 M float32 parameters; SBV2
-  decoders are ~14.6 M) on ONNX Runtime; an explicit ``bf16`` is honoured.
-* HayaKoe's one-graph voices: ONNX Runtime. Their graph takes a whole
-  sentence at once, so every sentence length is a new input shape, and
-  OpenVINO keeps kernels for each shape it has seen (40-150 MB each on the
-  full-size decoder, never freed): unbounded memory on a server.
+* the decoder, most of the work, is where the engines differ: bfloat16 on OpenVINO
+  where the CPU computes it natively (AVX512_BF16 or AMX; emulated, it is slower
+  than float32), float32 on ONNX Runtime elsewhere, which gives the reference
+  output exactly and holds less memory (OpenVINO keeps kernels for every input
+  length it meets). The plan chooses between them by measuring
+  (:mod:`yomiage.runtime.plan`);
+* the flow stays on ONNX Runtime in float32 unless a plan whose decoder runs
+  bfloat16 on OpenVINO measured it faster there too, padded to a few lengths so
+  the memory it keeps per length stays bounded (:mod:`yomiage.runtime.flow_lengths`);
+* the encoder (with the duration predictors) runs on ONNX Runtime in float32: no
+  engine was faster on it, and the spline of the stochastic duration predictor
+  must stay float32;
+* the BERT runs on ONNX Runtime: OpenVINO was hardly faster on it and held
+  hundreds of MB more while running;
+* a small decoder (the committed tiny voice) runs on ONNX Runtime: OpenVINO's
+  costs per window length and its slower load are fixed, and on a small decoder
+  they are most of the work;
+* HayaKoe's one-graph voices run on ONNX Runtime: their graph takes a whole
+  sentence at once, so every sentence length would be a new shape for OpenVINO to
+  keep, without bound on a server;
+* the int8 decoder (``yomiage convert --decoder int8``) runs on ONNX Runtime,
+  which runs its static QDQ graph best.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Literal
+from typing import Literal, cast
 
 log = logging.getLogger(__name__)
 
 Engine = Literal["onnxruntime", "openvino"]
-Precision = Literal["f32", "bf16"]
+Precision = Literal["fp32", "bf16", "int8"]
+PRECISIONS: tuple[Precision, ...] = ("fp32", "bf16", "int8")
 
 
 @dataclass(frozen=True)
-class Placement:
-    """Where one graph runs: the engine, and the precision of its arithmetic."""
+class EngineKind:
+    """What one inference engine can do. A new engine, or a precision an engine gains,
+    is a row of :data:`ENGINES` (and, for an engine, an opener in
+    :class:`~yomiage.runtime.engines.sessions.Sessions`)."""
 
-    engine: Engine = "onnxruntime"
-    precision: Precision = "f32"
+    name: Engine
+    title: str  # as people read it
+    package: str  # its distribution: its version keys plans and compiled graphs
+    precisions: tuple[Precision, ...]  # the decoder precisions it runs
+    # It compiles and keeps kernels per input length, never freed: it is shown only a
+    # few lengths (fixed decoder windows, flow spans padded to buckets).
+    keeps_shapes: bool
+    # What it compiles can be kept in the cache (compiled_dir) and loaded from there.
+    caches_compiled: bool = False
+
+    def version(self) -> str | None:
+        """The installed version, read from the package's metadata (nothing is loaded:
+        OpenVINO costs a process 36 MB), or None where it is not installed."""
+        try:
+            return importlib.metadata.version(self.package)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+
+ONNXRUNTIME = EngineKind("onnxruntime", "ONNX Runtime", "onnxruntime", ("fp32", "int8"),
+                         keeps_shapes=False)  # fmt: skip
+OPENVINO = EngineKind("openvino", "OpenVINO", "openvino", ("fp32", "bf16"), keeps_shapes=True,
+                      caches_compiled=True)  # fmt: skip
+ENGINES: Mapping[str, EngineKind] = {e.name: e for e in (ONNXRUNTIME, OPENVINO)}
+
+
+@dataclass(frozen=True, order=True)
+class Placement:
+    """Where one graph runs: the engine, and the precision of its arithmetic (one the
+    engine runs: ValueError otherwise, as for a plan file that names another)."""
+
+    engine: Engine
+    precision: Precision
+
+    def __post_init__(self) -> None:
+        kind = ENGINES.get(self.engine)
+        if kind is None:
+            raise ValueError(f"unknown engine {self.engine!r}")
+        if self.precision not in kind.precisions:
+            raise ValueError(f"{kind.title} runs no {self.precision!r} decoder")
+
+    @classmethod
+    def parse(cls, engine: str, precision: str) -> Placement:
+        """The placement an engine's and a precision's names stand for (a plan file's, a
+        measuring process's): ValueError as for any placement the table does not allow."""
+        return cls(cast(Engine, engine), cast(Precision, precision))  # checked as it is made
+
+    @property
+    def kind(self) -> EngineKind:
+        return ENGINES[self.engine]
+
+    @property
+    def keeps_shapes(self) -> bool:
+        return self.kind.keeps_shapes
 
     def __str__(self) -> str:
         return f"{self.engine} {self.precision}"
 
 
-ORT_F32 = Placement()
+# The placements the plan names.
+ORT_FP32 = Placement(ONNXRUNTIME.name, "fp32")
+ORT_INT8 = Placement(ONNXRUNTIME.name, "int8")
+OPENVINO_FP32 = Placement(OPENVINO.name, "fp32")
+OPENVINO_BF16 = Placement(OPENVINO.name, "bf16")
 
 DECODER_PRECISIONS = ("auto", "fp32", "bf16", "int8")
 # The decoder graph each precision loads. int8: opt-in, about 2x faster decoding on
@@ -91,8 +142,8 @@ class VoicePlacement:
         decoder too small to gain from OpenVINO runs on ONNX Runtime in float32 when
         the precision was chosen by ``auto`` (an explicit choice stands)."""
         small = decoder_bytes < OPENVINO_MIN_DECODER_BYTES
-        if self.automatic and small and self.decoder.engine == "openvino":
-            return replace(self, decoder=ORT_F32, precision="fp32")
+        if self.automatic and small and self.decoder.keeps_shapes:
+            return replace(self, decoder=ORT_FP32, precision="fp32")
         return self
 
     def running(self, decoder: Placement, flow: Placement | None = None) -> VoicePlacement:
@@ -107,7 +158,9 @@ class VoicePlacement:
         return replace(self, decoder=decoder, precision=precision, flow=flow)
 
     def describe(self) -> str:
-        flow = f", flow {self.flow.precision} on {self.flow.engine}" if self.flow != ORT_F32 else ""
+        flow = (
+            f", flow {self.flow.precision} on {self.flow.engine}" if self.flow != ORT_FP32 else ""
+        )
         return f"decoder {self.precision} on {self.decoder.engine}{flow}"
 
 
@@ -148,17 +201,10 @@ def voice_placement(precision: str, *, openvino: bool, automatic: bool = False) 
     resolved from ``auto``, so :meth:`VoicePlacement.sized` may move a small decoder)."""
     graph = DECODER_GRAPHS[precision]
     # int8: static QDQ graphs run best on ONNX Runtime; fp32: see the module docstring.
-    decoder = Placement("openvino", "bf16") if precision == "bf16" and openvino else ORT_F32
-    return VoicePlacement(ORT_F32, ORT_F32, decoder, graph, precision, automatic)
-
-
-def installed_version(package: str) -> str | None:
-    """The installed version of an engine's package, read from its metadata (nothing is
-    loaded: OpenVINO costs a process 36 MB), or None."""
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    decoder = {"bf16": OPENVINO_BF16 if openvino else ORT_FP32, "int8": ORT_INT8}.get(
+        precision, ORT_FP32
+    )
+    return VoicePlacement(ORT_FP32, ORT_FP32, decoder, graph, precision, automatic)
 
 
 def graph_bytes(path: Path) -> int:

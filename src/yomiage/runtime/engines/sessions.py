@@ -11,7 +11,6 @@ which graph goes where, and why).
 
 from __future__ import annotations
 
-import importlib.metadata
 import logging
 import os
 import shutil
@@ -35,7 +34,14 @@ from yomiage.runtime.engines.openvino_graph import (
     read_with_inputs,
     with_frame_mask,
 )
-from yomiage.runtime.engines.placement import ORT_F32, Placement, Precision
+from yomiage.runtime.engines.placement import (
+    ONNXRUNTIME,
+    OPENVINO,
+    ORT_FP32,
+    EngineKind,
+    Placement,
+    Precision,
+)
 from yomiage.runtime.engines.telemetry import engines_without_telemetry
 
 with engines_without_telemetry():  # the engines decide at their start: see that module
@@ -83,12 +89,15 @@ class GraphSession(Protocol):
 
 
 class OrtGraph:
-    """A graph on ONNX Runtime's CPU provider."""
+    """A graph on ONNX Runtime's CPU provider; ``placement``: ONNX Runtime in the
+    precision its graph is made in (an int8 decoder's QDQ graph, or float32)."""
 
-    placement = ORT_F32
     few_shapes = False
 
-    def __init__(self, path: Path, options: ort.SessionOptions) -> None:
+    def __init__(
+        self, path: Path, options: ort.SessionOptions, placement: Placement = ORT_FP32
+    ) -> None:
+        self.placement = placement
         self.session = load_session(path, options)
         # with the initializers a caller may override (the decoder's trims)
         overridable = {i.name for i in self.session.get_overridable_initializers()}
@@ -153,7 +162,7 @@ class Sessions:
     def open(
         self,
         path: Path,
-        placement: Placement = ORT_F32,
+        placement: Placement = ORT_FP32,
         *,
         sha256: str | None = None,
         threads: int | None = None,
@@ -167,7 +176,7 @@ class Sessions:
         engine that keeps shapes runs padded, taking a mask of its real frames
         (:mod:`yomiage.runtime.flow_lengths`)."""
         threads = threads or self.threads
-        if placement.engine == "openvino":
+        if placement.kind is OPENVINO:
             core = self._openvino()
             if core is not None:
                 try:
@@ -178,7 +187,10 @@ class Sessions:
                     raise
                 except Exception as exc:  # OpenVINO raises its own RuntimeError types
                     log.warning("OpenVINO cannot run %s (%s); using ONNX Runtime", path.name, exc)
-        return OrtGraph(path, self._ort_options(threads))
+        # ONNX Runtime runs the graph in the precision it was made in: float32 for a
+        # graph OpenVINO was to run, whatever precision it was to run it in.
+        on_ort = placement if placement.kind is ONNXRUNTIME else ORT_FP32
+        return OrtGraph(path, self._ort_options(threads), on_ort)
 
     def _ort_options(self, threads: int) -> ort.SessionOptions:
         with self._lock:
@@ -193,7 +205,12 @@ class Sessions:
         process 36 MB (Zen 3), which a plan that keeps every graph on ONNX Runtime
         should not pay. One that is installed but cannot start is found out when a
         graph is opened on it (that graph then runs on ONNX Runtime, with a warning)."""
-        return self._core is not False and openvino_version() is not None
+        return self._core is not False and OPENVINO.version() is not None
+
+    def runs(self, engine: EngineKind) -> bool:
+        """Whether graphs may be opened on ``engine`` here: it is installed and, for
+        OpenVINO, allowed (:attr:`has_openvino`)."""
+        return self.has_openvino if engine is OPENVINO else engine.version() is not None
 
     @property
     def native_bf16(self) -> bool:
@@ -236,7 +253,7 @@ class Sessions:
             raise ModelLoadError(f"ONNX graph not found: {path}")
         config: dict[str, Any] = {
             "INFERENCE_NUM_THREADS": threads,
-            "INFERENCE_PRECISION_HINT": precision,
+            "INFERENCE_PRECISION_HINT": _element_type(precision),
             "PERFORMANCE_HINT": "LATENCY",
             "NUM_STREAMS": 1,
         }
@@ -253,11 +270,11 @@ class Sessions:
         # What it keeps mapped: its compiled blob, or the graph and its weights.
         mapped = (cache,) if cached and cache else (path, path.with_name(f"{path.name}.data"))
         drop_resident_pages(mapped)
-        return OpenVinoGraph(path, compiled, Placement("openvino", precision), mapped, defaults)
+        return OpenVinoGraph(path, compiled, Placement(OPENVINO.name, precision), mapped, defaults)
 
     def _graph_cache(self, sha256: str | None) -> Path | None:
         """The folder for one graph's compiled forms, or None (no cache, or it is not writable)."""
-        version = openvino_version()
+        version = OPENVINO.version()
         if self._cache_dir is None or sha256 is None or version is None:
             return None
         root = self._cache_dir
@@ -273,6 +290,14 @@ class Sessions:
                 # compiled by another OpenVINO, or from another form of the graphs
                 shutil.rmtree(other, ignore_errors=True)
         return folder
+
+
+def _element_type(precision: Precision) -> Any:
+    """OpenVINO's element type for the arithmetic of ``precision`` (its own names)."""
+    with engines_without_telemetry():  # loaded already with the core; the guard is the rule
+        import openvino
+
+    return {"fp32": openvino.Type.f32, "bf16": openvino.Type.bf16}[precision]
 
 
 def _safe_name(version: str) -> str:
@@ -292,11 +317,3 @@ def _make_core() -> Any:
     except Exception as exc:
         log.warning("OpenVINO cannot start (%s); every graph runs on ONNX Runtime", exc)
         return False
-
-
-def openvino_version() -> str | None:
-    """The installed OpenVINO's version (its package's metadata: nothing is loaded), or None."""
-    try:
-        return importlib.metadata.version("openvino")
-    except importlib.metadata.PackageNotFoundError:
-        return None

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, fixed_windows, windows
 from yomiage.runtime.engines.cpu import THREADS_WORTH
-from yomiage.runtime.engines.placement import ORT_F32
+from yomiage.runtime.engines.placement import ORT_FP32
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 from yomiage.runtime.plan.value import DecoderChoice, Plan, PlanOption
 
@@ -32,6 +32,9 @@ FIRST_CALL_TARGET_MS = 100.0
 # either way, and the nearer one once cost +74 MB of peak for no speed that could be
 # told apart.
 SPEED_WORTH_MEMORY = 0.03
+# What every option is judged against, and under ``auto`` may be no slower than: ONNX
+# Runtime float32 at the default windows (exact, and measured on every machine).
+REFERENCE = DecoderChoice.at(ORT_FP32)
 
 
 def judge(
@@ -83,9 +86,9 @@ def judge_variants(
         for f in frames
     )
     peak = measured.floor_mb + memory
-    if choice.engine == "onnxruntime" and choice.window_frames in measured.ort_peak_mb:
+    if choice.placement == ORT_FP32 and choice.window_frames in measured.ort_peak_mb:
         peak = max(measured.floor_mb, measured.ort_peak_mb[choice.window_frames] + extra)
-    stays = PlanOption(choice, _with_flow(seconds, measured.flow_on(ORT_F32), frames), peak,
+    stays = PlanOption(choice, _with_flow(seconds, measured.flow_on(ORT_FP32), frames), peak,
                        _over(peak, budget_mb))  # fmt: skip
     flow = measured.flow_with(choice)
     if flow is None or choice.window_frames not in flow.peak_mb:
@@ -143,7 +146,7 @@ def choose_plan(
     variants = [judge_variants(c, measured, budget_mb, frames) for c in allowed]
     judged = [v[0] for v in variants if v]
     over_budget = [o for v in variants for o in v[1:]]  # shown, never chosen
-    reference = judge(DecoderChoice("onnxruntime", "f32"), measured, budget_mb, frames)
+    reference = judge(REFERENCE, measured, budget_mb, frames)
     if reference is None:
         raise ValueError("the measurements hold no ONNX Runtime float32 decoder to compare with")
     if not judged:
@@ -154,7 +157,7 @@ def choose_plan(
             f for f, mine, base in zip(frames, o.seconds, reference.seconds, strict=True)
             if mine > base
         ]  # fmt: skip
-        if require_faster and o.refused is None and slower and o.choice.engine != "onnxruntime":
+        if require_faster and o.refused is None and slower and o.choice.placement != ORT_FP32:
             o = replace(o, refused=f"slower than ONNX Runtime float32 at {slower[0]} frames")
         options.append(o)
     eligible = [o for o in options if o.refused is None]

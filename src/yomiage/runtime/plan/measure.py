@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.lifeline import child_environment
-from yomiage.runtime.engines.placement import ORT_F32, Placement
+from yomiage.runtime.engines.placement import ORT_FP32, Placement
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 from yomiage.runtime.plan.schedules import openvino_first_window
 from yomiage.runtime.plan.steps import MeasuredSteps, MeasureError, step_name
@@ -72,22 +72,22 @@ class MeasureJob:
     tokenizer: Path | None
     bert_precision: str
     threads: int
-    lengths: Mapping[tuple[str, str], tuple[int, ...]]
+    lengths: Mapping[Placement, tuple[int, ...]]
     thread_choices: tuple[int, ...]  # counts to time ``threads_length`` at (``threads`` too)
     threads_length: int
     ort_windows: tuple[int, ...]  # ONNX Runtime schedules whose whole peak to measure
     context: int
     compiled_dir: Path | None
     layouts: Mapping[int, Path] = field(default_factory=dict)
-    # Engines and precisions to time the flow on besides ONNX Runtime float32, each with
-    # the decoder in bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size
-    # with its schedule's first window: schedules.openvino_first_window).
-    flows: tuple[tuple[str, str], ...] = ()
+    # Where to time the flow besides ONNX Runtime float32, each with the decoder in
+    # bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size with its
+    # schedule's first window: schedules.openvino_first_window).
+    flows: tuple[Placement, ...] = ()
     openvino_windows: tuple[int, ...] = ()
     # For an engine that keeps every length it meets: its lengths in groups
     # (schedules.schedule_families), each timed in a process of its own so that no group's
     # lengths count in another's memory. None given: all of ``lengths`` in one process.
-    families: Mapping[tuple[str, str], tuple[tuple[int, ...], ...]] = field(default_factory=dict)
+    families: Mapping[Placement, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -98,58 +98,52 @@ class _Step:
     name: str
     args: dict[str, Any]
     what: str
-    engine: str = "onnxruntime"
-    precision: str = "f32"
+    placement: Placement = ORT_FP32
     layout: int = 0
     first: bool = True  # the first group of its engine, precision and layout
     windows: tuple[int, ...] = ()
-
-    @property
-    def openvino(self) -> bool:
-        return self.engine == "openvino"
 
 
 def _plan_steps(job: MeasureJob) -> tuple[list[_Step], _Step, list[list[_Step]]]:
     """The decoder's steps, the floor's, and the flow's groups per placement off ONNX
     Runtime, in the order they run."""
-    ort = ("onnxruntime", "f32")
     runs = [
-        (engine, precision, 0, group)
-        for (engine, precision), lengths in sorted(job.lengths.items())
-        for group in job.families.get((engine, precision)) or (lengths,)
+        (placement, 0, group)
+        for placement, lengths in sorted(job.lengths.items())
+        for group in job.families.get(placement) or (lengths,)
     ]
-    runs += [
-        (*ort, layout, job.lengths[ort]) for layout in sorted(job.layouts) if ort in job.lengths
-    ]
+    runs += [(ORT_FP32, layout, job.lengths[ORT_FP32])
+             for layout in sorted(job.layouts) if ORT_FP32 in job.lengths]  # fmt: skip
     decoders, seen = [], set()
-    for engine, precision, layout, lengths in runs:
-        first = (engine, precision, layout) not in seen
-        seen.add((engine, precision, layout))
+    for placement, layout, lengths in runs:
+        engine, precision = placement.engine, placement.precision
+        first = (placement, layout) not in seen
+        seen.add((placement, layout))
         # The thread counts once per engine: a later group's process times its lengths only.
         counts = list(job.thread_choices) if first else [job.threads]
-        what = f"{engine} {precision}" + (f", 2-D from {layout} channels" if layout else "")
-        if (engine, precision) in job.families and not layout:
+        what = f"{placement}" + (f", 2-D from {layout} channels" if layout else "")
+        if placement in job.families and not layout:
             what += f", lengths {lengths[0]}-{lengths[-1]}"
         decoder = job.layouts[layout] if layout else job.decoder
         args = {"what": "decoder", "engine": engine, "precision": precision, **_plain(job),
                 "decoder": str(decoder), "thread_choices": counts,
                 "lengths": list(lengths)}  # fmt: skip
         name = step_name("decoder", engine, precision, layout, lengths, counts)
-        decoders.append(_Step(name, args, what, engine, precision, layout, first))
+        decoders.append(_Step(name, args, what, placement, layout, first))
     floor = _Step(
         step_name("floor", job.ort_windows),
         {"what": "floor", "ort_windows": list(job.ort_windows), **_plain(job)},
         "the memory of the rest of the engine",
     )
     flows = []
-    for engine, precision in job.flows:
+    for placement in job.flows:
         group = []
         for windows in _flow_groups(job.openvino_windows):
-            args = {"what": "flow", "flow": [engine, precision], **_plain(job),
-                    "windows": list(windows)}  # fmt: skip
-            what = f"the flow on {engine} {precision}, with the decoder"
-            name = step_name("flow", engine, precision, windows)
-            group.append(_Step(name, args, what, engine, precision, windows=windows))
+            args = {"what": "flow", "flow": [placement.engine, placement.precision],
+                    **_plain(job), "windows": list(windows)}  # fmt: skip
+            what = f"the flow on {placement}, with the decoder"
+            name = step_name("flow", placement.engine, placement.precision, windows)
+            group.append(_Step(name, args, what, placement, windows=windows))
         flows.append(group)
     return decoders, floor, flows
 
@@ -169,8 +163,10 @@ def measure(
     decoders, floor, flow_groups = _plan_steps(job)
     every = [*decoders, floor, *(s for group in flow_groups for s in group)]
     todo = [s for s in every if steps.result(s.name) is None and steps.lasting(s.name) is None]
-    compiles = sorted(p for e, p in job.lengths if e == "openvino") if job.compiled_dir else []
-    compile_now = bool(compiles) and any(s.openvino for s in todo)
+    # The precisions to compile ahead, where the engine's compiled graphs are cached.
+    compiles = [p.precision for p in sorted(job.lengths) if p.kind.caches_compiled]
+    compiles = compiles if job.compiled_dir else []
+    compile_now = bool(compiles) and any(s.placement.kind.caches_compiled for s in todo)
     total, number = len(todo) + compile_now, 0
     if len(todo) < len(every):
         progress(f"{len(every) - len(todo)} of the {len(every)} measuring steps are kept from "
@@ -214,17 +210,16 @@ def measure(
             _child({"what": "compile", "precisions": compiles, **_plain(job)})
         except MeasureError as exc:  # each process then compiles it, and counts that
             log.warning("the decoder could not be compiled ahead (%s)", exc)
-    ort = ("onnxruntime", "f32")
-    measured: dict[tuple[str, str, int], EngineTimings] = {}
-    unavailable: list[tuple[str, str]] = []
+    measured: dict[tuple[Placement, int], EngineTimings] = {}
+    unavailable: list[Placement] = []
     for step in decoders:
-        engine, precision, layout = step.engine, step.precision, step.layout
-        earlier = measured.get((engine, precision, layout))
-        if (engine, precision) in unavailable or (not step.first and earlier is None):
+        placement, layout = step.placement, step.layout
+        earlier = measured.get((placement, layout))
+        if placement in unavailable or (not step.first and earlier is None):
             continue  # no option here, or its first group failed this time
         raw, why, lasting = outcome(step)
         if raw is None:
-            if (engine, precision, layout) == (*ort, 0):
+            if (placement, layout) == (ORT_FP32, 0):
                 raise MeasureError(why, lasting=lasting)  # the reference every plan is judged by
             if layout or not step.first:  # that layout or group is no option; the rest is
                 log.warning("%s left out of the plan: %s", step.what, why)
@@ -232,13 +227,13 @@ def measure(
             # An engine that cannot run here (OpenVINO installed but broken, say) is
             # no option; the others still are. One that failed for a cause that may pass
             # is measured again at the next start.
-            log.warning("%s %s left out of the plan: %s", engine, precision, why)
+            log.warning("%s left out of the plan: %s", placement, why)
             if lasting:
-                unavailable.append((engine, precision))
+                unavailable.append(placement)
             continue
         timings = EngineTimings(
-            engine,  # type: ignore[arg-type]
-            precision,  # type: ignore[arg-type]
+            placement.engine,
+            placement.precision,
             _int_keys(raw["call_ms"]),
             _int_keys(raw["memory_mb"]),
             _int_keys(raw.get("threads_ms", {})),
@@ -251,14 +246,14 @@ def measure(
                 call_ms={**earlier.call_ms, **timings.call_ms},
                 memory_mb={**earlier.memory_mb, **timings.memory_mb},
             )
-        measured[engine, precision, layout] = timings
+        measured[placement, layout] = timings
     raw, why, lasting = outcome(floor)
     if raw is None:
         raise MeasureError(why, lasting=lasting)
     ort_peaks = _int_keys(raw["ort_peak_mb"])
-    flows = [FlowTimings(ORT_F32, _int_keys(raw["flow_ms"]))]
+    flows = [FlowTimings(ORT_FP32, _int_keys(raw["flow_ms"]))]
     for group in flow_groups:
-        flow = Placement(group[0].engine, group[0].precision)  # type: ignore[arg-type]
+        flow = group[0].placement
         flow_ms: dict[int, float] = {}
         peaks: dict[int, float] = {}
         for step in group:

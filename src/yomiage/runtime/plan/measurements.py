@@ -9,7 +9,13 @@ import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from yomiage.runtime.engines.placement import ORT_F32, Engine, Placement, Precision
+from yomiage.runtime.engines.placement import (
+    OPENVINO_BF16,
+    ORT_FP32,
+    Engine,
+    Placement,
+    Precision,
+)
 from yomiage.runtime.flow_lengths import flow_bucket
 from yomiage.runtime.plan.value import DecoderChoice
 
@@ -34,6 +40,10 @@ class EngineTimings:
     threads_ms: Mapping[int, float] = field(default_factory=dict)
     layout: int = 0
     balanced_trims: bool = False
+
+    @property
+    def placement(self) -> Placement:
+        return Placement(self.engine, self.precision)
 
     def ms_at(self, length: int) -> float:
         """ms for one call at ``length`` frames (:func:`ms_between`)."""
@@ -76,7 +86,7 @@ class FlowTimings:
 
     def ms_for(self, frames: int) -> float:
         """ms for a sentence of ``frames`` frames (run at its bucket on OpenVINO)."""
-        padded = self.placement.engine == "openvino"
+        padded = self.placement.keeps_shapes
         return ms_between(self.call_ms, flow_bucket(frames) if padded else frames)
 
 
@@ -93,7 +103,7 @@ class Measurements:
     engines: tuple[EngineTimings, ...]
     context: int  # the decoder's receptive field in frames (each window's padding)
     ort_peak_mb: Mapping[int, float] = field(default_factory=dict)
-    unavailable: tuple[tuple[str, str], ...] = ()
+    unavailable: tuple[Placement, ...] = ()
     flows: tuple[FlowTimings, ...] = ()
 
     def flow_on(self, placement: Placement) -> FlowTimings | None:
@@ -105,7 +115,7 @@ class Measurements:
         then taken already), if the flow was measured there (and on ONNX Runtime, to
         compare with). :func:`~yomiage.runtime.plan.choose.judge` moves it only where
         that is faster and fits."""
-        if choice.placement != Placement("openvino", "bf16") or self.flow_on(ORT_F32) is None:
+        if choice.placement != OPENVINO_BF16 or self.flow_on(ORT_FP32) is None:
             return None
         return self.flow_on(choice.placement)
 
@@ -123,5 +133,5 @@ class Measurements:
         """Whether every engine and precision of ``choices`` was measured or tried (a
         plan measured under ``auto`` on a CPU without bfloat16 holds no bfloat16 timings
         for an explicit ``bf16`` to be chosen from)."""
-        tried = {(e.engine, e.precision) for e in self.engines} | set(self.unavailable)
-        return all((c.engine, c.precision) in tried for c in choices)
+        tried = {e.placement for e in self.engines} | set(self.unavailable)
+        return all(c.placement in tried for c in choices)

@@ -40,13 +40,16 @@ from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
 from yomiage.runtime.engines.placement import (
+    ENGINES,
+    OPENVINO_BF16,
     OPENVINO_MIN_DECODER_BYTES,
+    ORT_FP32,
+    ORT_INT8,
     Placement,
     graph_bytes,
-    installed_version,
 )
 from yomiage.runtime.plan.checks import measurements_problem
-from yomiage.runtime.plan.choose import choose_plan, first_call_lengths
+from yomiage.runtime.plan.choose import REFERENCE, choose_plan, first_call_lengths
 from yomiage.runtime.plan.lock import measuring_turn
 from yomiage.runtime.plan.measure import (
     MEASURE_ENV,
@@ -118,15 +121,15 @@ class Planner:
         threads = self.sessions.threads
         requested = self.decoder_precision
         if requested == "int8":
-            return Plan(DecoderChoice("onnxruntime", "f32"), self.budget_mb,
+            return Plan(DecoderChoice.at(ORT_INT8), self.budget_mb,
                         "the int8 decoder runs on ONNX Runtime", threads)  # fmt: skip
         decoder_bytes = graph_bytes(manifest.file("decoder.onnx"))
         if decoder_bytes < OPENVINO_MIN_DECODER_BYTES:  # nothing worth measuring
             small = f"a small decoder ({decoder_bytes / 1e6:.1f} MB)"
             if requested == "bf16":
-                return Plan(DecoderChoice("openvino", "bf16"), self.budget_mb,
+                return Plan(DecoderChoice.at(OPENVINO_BF16), self.budget_mb,
                             f"{small}: bf16 as asked", threads)  # fmt: skip
-            return Plan(DecoderChoice("onnxruntime", "f32"), self.budget_mb,
+            return Plan(DecoderChoice.at(ORT_FP32), self.budget_mb,
                         f"{small} runs on ONNX Runtime", threads)  # fmt: skip
         has_openvino = self.sessions.has_openvino
         native = has_openvino and self.sessions.native_bf16
@@ -231,7 +234,7 @@ class Planner:
     ) -> tuple[DecoderChoice, ...]:
         every = candidates(openvino=has_openvino, native_bf16=native, layouts=layouts)
         if self.decoder_precision == "fp32":
-            return tuple(c for c in every if c.precision == "f32")
+            return tuple(c for c in every if c.precision == "fp32")
         if self.decoder_precision == "bf16":  # explicit: honoured even where it is emulated
             every = candidates(openvino=has_openvino, native_bf16=True)
             return tuple(c for c in every if c.precision == "bf16")
@@ -241,7 +244,7 @@ class Planner:
         if self.decoder_precision == "fp32":
             native = False  # float32 asked for: ONNX Runtime, as without bf16
         if self.decoder_precision == "bf16":
-            return Plan(DecoderChoice("openvino", "bf16"), self.budget_mb,
+            return Plan(DecoderChoice.at(OPENVINO_BF16), self.budget_mb,
                         f"fallback: {why}", self.sessions.threads)  # fmt: skip
         return fallback_plan(openvino=has_openvino, native_bf16=native, budget_mb=self.budget_mb,
                              threads=self.sessions.threads, why=why)  # fmt: skip
@@ -260,8 +263,7 @@ class Planner:
             inter_channels=manifest.inter_channels,
             hop_length=manifest.hop_length,
         )
-        engines = (("onnxruntime", installed_version("onnxruntime") or "none"),
-                   ("openvino", installed_version("openvino") or "none"))  # fmt: skip
+        engines = tuple((e.name, e.version() or "none") for e in ENGINES.values())
         sessions = self.sessions
         return PlanKey(cpu, flags, sessions.threads, sessions.thread_choices, architecture, engines)
 
@@ -274,20 +276,20 @@ class Planner:
         keeps: bool = True,
     ) -> Measurements:
         context = manifest.receptive_field_frames
-        reference = DecoderChoice("onnxruntime", "f32")
-        ort_windows = {c.window_frames for c in (*allowed, reference) if c.engine == "onnxruntime"}
-        lengths: dict[tuple[str, str], set[int]] = {}
-        for c in (*allowed, reference):
-            lengths.setdefault((c.engine, c.precision), set()).update(c.lengths(context))
+        # The whole peak is measured for the ONNX Runtime schedules (its decoder shares
+        # the arena the other graphs use).
+        ort_windows = {c.window_frames for c in (*allowed, REFERENCE) if c.placement == ORT_FP32}
+        lengths: dict[Placement, set[int]] = {}
+        for c in (*allowed, REFERENCE):
+            lengths.setdefault(c.placement, set()).update(c.lengths(context))
             if not c.keeps_shapes:  # its first window is chosen by its own call's time
-                lengths[c.engine, c.precision].update(first_call_lengths(context))
+                lengths[c.placement].update(first_call_lengths(context))
         families = {}
-        for engine_precision in lengths:
-            kept = [c for c in allowed
-                    if c.keeps_shapes and (c.engine, c.precision) == engine_precision]  # fmt: skip
+        for placement in lengths:
+            kept = [c for c in allowed if c.keeps_shapes and c.placement == placement]
             groups = schedule_families(kept, context)
             if len(groups) > 1:  # lengths that interleave: a process per group
-                families[engine_precision] = tuple(groups.values())
+                families[placement] = tuple(groups.values())
         layouts = {}
         decoder, key = manifest.file("decoder.onnx"), layout_key(manifest.files)
         if self.layouts is not None and key is not None:
@@ -299,8 +301,7 @@ class Planner:
                     continue
                 if graph != decoder:  # the bundle's own layout is timed as the bundle's
                     layouts[layout] = graph
-        bf16 = Placement("openvino", "bf16")
-        bf16_windows = {c.window_frames for c in allowed if c.placement == bf16}
+        bf16_windows = {c.window_frames for c in allowed if c.placement == OPENVINO_BF16}
         job = MeasureJob(
             decoder=manifest.file("decoder.onnx"),
             bundle=manifest.path,
@@ -317,7 +318,7 @@ class Planner:
             compiled_dir=self.compiled_dir,
             layouts=layouts,
             # The flow may follow a bfloat16 decoder onto OpenVINO (Measurements.flow_with).
-            flows=(("openvino", "bf16"),) if bf16_windows else (),
+            flows=(OPENVINO_BF16,) if bf16_windows else (),
             openvino_windows=tuple(sorted(bf16_windows)),
         )
         where = f"kept in {self.store.root}; " if keeps and self.store is not None else ""
@@ -353,7 +354,7 @@ def fallback_plan(
     Zen 5 and AMX alike) only where the CPU has it natively and the budget is at
     least :data:`FALLBACK_BF16_BUDGET_MB`, as its memory is not predicted here."""
     if openvino and native_bf16 and budget_mb >= FALLBACK_BF16_BUDGET_MB:
-        choice = DecoderChoice("openvino", "bf16")
+        choice = DecoderChoice.at(OPENVINO_BF16)
     else:
-        choice = DecoderChoice("onnxruntime", "f32")
+        choice = DecoderChoice.at(ORT_FP32)
     return Plan(choice, budget_mb, f"fallback: {why}", threads)

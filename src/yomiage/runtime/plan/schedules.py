@@ -7,51 +7,46 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES
+from yomiage.runtime.engines.placement import OPENVINO_BF16, OPENVINO_FP32, ORT_FP32
 from yomiage.runtime.plan.value import DecoderChoice
 
 # Decoder windows an option may grow to; the first window stays small for first audio.
 WINDOW_CHOICES = (128, 256, 512)
-# OpenVINO keeps every length it has seen (~100-300 MB at 542 frames) and gains little
-# past 286 (2.0 ms a frame at 542 against 2.1, Zen 4): its schedules stop at 256. They
-# start at 32-frame windows (62 padded, the first window's length, measured anyway):
-# with AMX the time per frame hardly depends on the length while the memory does
-# (Xeon, 2 threads: 65 ms and +226 MB at 62 frames, 290 ms and +961 MB at 286, OpenVINO
-# itself not counted), so
-# small windows keep most of bfloat16's speed for a quarter of its memory.
-# Each schedule is (first window, largest window); no two end at the same size.
-# 48-96 is the one schedule of another family: a 97-144 frame sentence (1.1-1.7 s) takes
-# two calls (78 + 126 padded) where the 32-frame family takes three (62 + 94 + 94): on a
-# Zen 5 (bf16, 2 threads) 166 ms against 193 for 141 frames, by the plan's own
-# measurements, for a first call of ~56 ms instead of ~40.
+# OpenVINO keeps every length it has seen, and gains little per frame past 286 padded
+# frames: its schedules stop at 256. They start at 32-frame windows (62 padded, the
+# first window's length, measured anyway): where the time per frame hardly depends on
+# the length while the memory does (with AMX), small windows keep most of bfloat16's
+# speed for a fraction of its memory. Each schedule is (first window, largest window);
+# no two end at the same size. 48-96 is the one schedule of another family: a 97-144
+# frame sentence takes two calls (78 + 126 padded) where the 32-frame family takes
+# three (62 + 94 + 94), for a somewhat longer first call. What each costs per CPU
+# family: benchmarks/RESULTS.md.
 OPENVINO_SCHEDULES = ((32, 32), (32, 64), (32, 128), (32, 256), (48, 96))
 
 
 def candidates(
-    *, openvino: bool, native_bf16: bool, openvino_f32: bool = False, layouts: Sequence[int] = ()
+    *, openvino: bool, native_bf16: bool, openvino_fp32: bool = False, layouts: Sequence[int] = ()
 ) -> tuple[DecoderChoice, ...]:
     """Every decoder choice worth measuring on this machine. ONNX Runtime float32 is
     always one (and the reference no choice may be slower than); bfloat16 on OpenVINO
     only where the CPU computes it natively (emulated it is slower than float32).
 
-    OpenVINO float32 only when ``openvino_f32`` asks for it: its decoder alone is
-    1.3-1.7x ONNX Runtime's (Zen 4, issue 13; AVX2-only Zen 3, issue 32), but end to
-    end it was no faster on Zen 4 and slower on Zen 3 (xlong 35.7 s against 27.2),
-    its threads sharing the cores with ONNX Runtime's graphs between its calls, which
-    a decoder-alone measurement cannot see; and it holds +300-520 MB. The int8
-    decoder changes the audio more (~27 dB SNR) and stays an explicit choice.
+    OpenVINO float32 only when ``openvino_fp32`` asks for it: its decoder alone is
+    faster than ONNX Runtime's, but end to end it was no faster or slower, its threads
+    sharing the cores with ONNX Runtime's graphs between its calls (which a
+    decoder-alone measurement cannot see), and it holds hundreds of MB more
+    (``benchmarks/RESULTS.md``). The int8 decoder changes the audio more and stays an
+    explicit choice.
 
     ``layouts``: other layouts of the decoder's stages to try on ONNX Runtime, besides
     the bundle's own (:mod:`yomiage.runtime.decoder_layouts`)."""
-    out = [
-        DecoderChoice("onnxruntime", "f32", w, layout=layout)
-        for layout in (0, *layouts)
-        for w in WINDOW_CHOICES
-    ]
+    out = [DecoderChoice.at(ORT_FP32, w, layout=layout)
+           for layout in (0, *layouts) for w in WINDOW_CHOICES]  # fmt: skip
     if openvino:
-        precisions = ("f32",) * openvino_f32 + ("bf16",) * native_bf16
+        placements = (OPENVINO_FP32,) * openvino_fp32 + (OPENVINO_BF16,) * native_bf16
         out += [
-            DecoderChoice("openvino", precision, size, first)  # type: ignore[arg-type]
-            for precision in precisions
+            DecoderChoice.at(placement, size, first)
+            for placement in placements
             for first, size in OPENVINO_SCHEDULES
         ]
     return tuple(out)

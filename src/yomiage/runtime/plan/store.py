@@ -24,14 +24,14 @@ import os
 import platform
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from yomiage.atomic import write_atomic
 from yomiage.json_file import read_json_object
 from yomiage.runtime.engines.cpu import cpu_flags
-from yomiage.runtime.engines.placement import Engine, Placement, Precision, graph_bytes
+from yomiage.runtime.engines.placement import Placement, graph_bytes
 from yomiage.runtime.plan.checks import measurements_problem
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 
@@ -48,10 +48,15 @@ log = logging.getLogger(__name__)
 # with balanced stage trims, as requests now feed it (runtime/stage_trims.py). 9: the flow
 # is timed on each engine it may run on, and OpenVINO's whole peak measured with it
 # (runtime/flow_lengths.py). 10: OpenVINO's decoder is compiled into the cache before it
-# is measured, so its memory is that of a voice loading it from there (yomiage/plan_child/measure.py).
-# (Each measuring step's outcome kept beside the measurements, plan/steps.py, changed
-# neither: a file from before holds no steps and is read as it was.)
-FORMAT_VERSION = 10
+# is measured, so its memory is that of a voice loading it from there
+# (yomiage/plan_child/measure.py). (Each measuring step's outcome kept beside the
+# measurements, plan/steps.py, changed neither: a file from before holds no steps and is
+# read as it was.) 11: float32 is spelt "fp32", as the flag and the rest of the plan spell
+# it; nothing measured changed, so a file of format 10 is translated once
+# (:func:`_from_format_10`), not measured again.
+FORMAT_VERSION = 11
+# Format 10's word for float32, the one word format 11 spells otherwise.
+_FORMAT_10_FLOAT32 = {"f32": "fp32"}
 # The instruction sets that decide which kernels the engines pick.
 _FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
@@ -211,13 +216,44 @@ class PlanStore:
         try:
             data = read_json_object(path)
         except FileNotFoundError:
-            return None
+            return self._translated(key, quiet=quiet)
         except (OSError, ValueError) as exc:  # JsonFileError: damaged, nested too deep, ...
             if not quiet:
                 log.warning("ignoring the plan measurements in %s (%s); measuring again",
                             path, exc)  # fmt: skip
             return None
         return data if data.get("key") == _plain(asdict(key)) else None
+
+    def _translated(self, key: PlanKey, *, quiet: bool) -> dict[str, Any] | None:
+        """The file of format 10 for ``key`` (the same key in every other part) in
+        format 11, written back as that and the old one removed; None where there is
+        none. Where the new one cannot be written, the old stays and is translated
+        again at the next read."""
+        if key.format != FORMAT_VERSION:
+            return None
+        old = replace(key, format=10)
+        path = self.path(old)
+        try:
+            data = read_json_object(path)
+        except (OSError, ValueError):  # none (the usual case), or one that cannot be read
+            return None
+        if data.get("key") != _plain(asdict(old)):
+            return None
+        try:
+            data = _from_format_10(data, key)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            warn = log.info if quiet else log.warning
+            warn("ignoring the plan measurements in %s (%s); measuring again", path, exc)
+            return None
+        try:
+            self._write(key, data)
+        except OSError as exc:
+            log.debug("cannot write %s in the new format: %s", path, exc)
+            return data
+        path.unlink(missing_ok=True)
+        log.info("plan measurements in %s rewritten in format %d as %s", path, FORMAT_VERSION,
+                 self.path(key))  # fmt: skip
+        return data
 
     def _write(self, key: PlanKey, data: Mapping[str, Any]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -229,7 +265,7 @@ def _measurements_data(measured: Measurements) -> dict[str, Any]:
         "floor_mb": measured.floor_mb,
         "ort_peak_mb": {str(w): mb for w, mb in sorted(measured.ort_peak_mb.items())},
         "context": measured.context,
-        "unavailable": [list(pair) for pair in measured.unavailable],
+        "unavailable": [[p.engine, p.precision] for p in measured.unavailable],
         "engines": [
             {
                 "engine": e.engine,
@@ -254,20 +290,49 @@ def _measurements_data(measured: Measurements) -> dict[str, Any]:
     }
 
 
+def _from_format_10(data: Mapping[str, Any], key: PlanKey) -> dict[str, Any]:
+    """A plan file of format 10 as format 11 writes it for ``key``: each precision, in
+    the measurements and in the names of the measuring steps kept, spelt anew."""
+
+    def word(text: str) -> str:
+        return _FORMAT_10_FLOAT32.get(text, text)
+
+    def name(step: str) -> str:  # steps are named by words (plan/steps.py: step_name)
+        return " ".join(word(w) for w in step.split(" "))
+
+    out = {**data, "key": _plain(asdict(key))}
+    if "measurements" in data:
+        measurements = dict(data["measurements"])
+        for part in ("engines", "flows"):
+            measurements[part] = [{**e, "precision": word(e["precision"])}
+                                  for e in measurements.get(part, [])]  # fmt: skip
+        unavailable = measurements.get("unavailable", [])
+        measurements["unavailable"] = [
+            [engine, word(precision)] for engine, precision in unavailable
+        ]
+        out["measurements"] = measurements
+    if isinstance(data.get("steps"), dict):
+        out["steps"] = {name(str(n)): record for n, record in data["steps"].items()}
+    if isinstance(data.get("retry"), list):
+        out["retry"] = [name(str(n)) for n in data["retry"]]
+    return out
+
+
 def _plain(value: Any) -> Any:
     """``value`` as JSON gives it back (tuples as lists), to compare a key with a file's."""
     return json.loads(json.dumps(value))
 
 
 def _measurements(data: Mapping[str, Any]) -> Measurements:
+    """The measurements a plan file holds (ValueError, KeyError or TypeError for what is
+    not: an engine or a precision the table has no row for, say)."""
     engines = []
     for e in data["engines"]:
-        if e["engine"] not in ("onnxruntime", "openvino") or e["precision"] not in ("f32", "bf16"):
-            raise ValueError(f"unknown engine {e['engine']!r} {e['precision']!r}")
+        placement = Placement.parse(e["engine"], e["precision"])  # ValueError: unknown
         engines.append(
             EngineTimings(
-                e["engine"],
-                e["precision"],
+                placement.engine,
+                placement.precision,
                 {int(n): float(ms) for n, ms in e["call_ms"].items()},
                 {int(n): float(mb) for n, mb in e["memory_mb"].items()},
                 {int(t): float(ms) for t, ms in e.get("threads_ms", {}).items()},
@@ -276,10 +341,10 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
             )
         )
     ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}
-    unavailable = tuple((str(e), str(p)) for e, p in data.get("unavailable", []))
+    unavailable = tuple(Placement.parse(str(e), str(p)) for e, p in data.get("unavailable", []))
     flows = tuple(
         FlowTimings(
-            Placement(_engine(f["engine"]), _precision(f["precision"])),
+            Placement.parse(f["engine"], f["precision"]),
             {int(n): float(ms) for n, ms in f["call_ms"].items()},
             {int(w): float(mb) for w, mb in f["peak_mb"].items()},
         )
@@ -287,15 +352,3 @@ def _measurements(data: Mapping[str, Any]) -> Measurements:
     )
     return Measurements(float(data["floor_mb"]), tuple(engines), int(data["context"]), ort_peaks,
                         unavailable, flows)  # fmt: skip
-
-
-def _engine(name: str) -> Engine:
-    if name not in ("onnxruntime", "openvino"):
-        raise ValueError(f"unknown engine {name!r}")
-    return name  # type: ignore[return-value]
-
-
-def _precision(name: str) -> Precision:
-    if name not in ("f32", "bf16"):
-        raise ValueError(f"unknown precision {name!r}")
-    return name  # type: ignore[return-value]

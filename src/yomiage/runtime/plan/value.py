@@ -15,7 +15,7 @@ from yomiage.runtime.chunking import (
 )
 from yomiage.runtime.engines.placement import (
     DECODER_GRAPHS,
-    ORT_F32,
+    ORT_FP32,
     Engine,
     Placement,
     Precision,
@@ -36,22 +36,31 @@ class DecoderChoice:
     first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES
     layout: int = 0
 
+    @classmethod
+    def at(
+        cls,
+        placement: Placement,
+        window_frames: int = DEFAULT_WINDOW_FRAMES,
+        first_window_frames: int = DEFAULT_FIRST_WINDOW_FRAMES,
+        layout: int = 0,
+    ) -> DecoderChoice:
+        """The decoder on ``placement`` with this schedule and layout."""
+        return cls(placement.engine, placement.precision, window_frames, first_window_frames,
+                   layout)  # fmt: skip
+
     @property
     def placement(self) -> Placement:
         return Placement(self.engine, self.precision)
 
     @property
     def keeps_shapes(self) -> bool:
-        """OpenVINO keeps kernels per input length: show it only the schedule's lengths."""
-        return self.engine == "openvino"
+        """Whether its engine keeps kernels per input length (it is then shown only the
+        schedule's lengths)."""
+        return self.placement.keeps_shapes
 
     def lengths(self, context: int) -> tuple[int, ...]:
         """The padded window lengths this schedule runs the decoder at, smallest first."""
         return window_lengths(self.window_frames, context, self.first_window_frames)
-
-    def key(self) -> str:
-        key = f"{self.engine}-{self.precision}-{self.first_window_frames}-{self.window_frames}"
-        return f"{key}-2d{self.layout}" if self.layout else key
 
     def __str__(self) -> str:
         first = min(self.first_window_frames, self.window_frames)
@@ -72,14 +81,14 @@ class PlanOption:
     seconds: tuple[float, ...]
     peak_mb: float
     refused: str | None = None
-    flow: Placement = ORT_F32  # where the flow runs with it (Measurements.flow_with)
+    flow: Placement = ORT_FP32  # where the flow runs with it (Measurements.flow_with)
 
     @property
     def total_s(self) -> float:
         return sum(self.seconds)
 
     def __str__(self) -> str:
-        return str(self.choice) + (f", flow {self.flow}" if self.flow != ORT_F32 else "")
+        return str(self.choice) + (f", flow {self.flow}" if self.flow != ORT_FP32 else "")
 
 
 @dataclass(frozen=True)
@@ -97,8 +106,8 @@ class Plan:
     budget_mb: int
     basis: str
     threads: int
-    encoder: Placement = ORT_F32
-    flow: Placement = ORT_F32
+    encoder: Placement = ORT_FP32
+    flow: Placement = ORT_FP32
     peak_mb: float | None = None
     options: tuple[PlanOption, ...] = field(default=(), compare=False)
     threads_ms: tuple[tuple[int, float], ...] = field(default=(), compare=False)
@@ -128,7 +137,7 @@ class Plan:
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
-        flow = f", flow {self.flow}" if self.flow != ORT_F32 else ""
+        flow = f", flow {self.flow}" if self.flow != ORT_FP32 else ""
         return (
             f"decoder {self.decoder}{flow}, {self.threads} thread{'s' * (self.threads != 1)}"
             f"{peak} "
