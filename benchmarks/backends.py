@@ -85,6 +85,7 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
         voice: Any = backend.load_voice(CACHE / "voice-full-0")
     else:
         from yomiage.runtime.onnx_backend import OnnxBackend
+        from yomiage.runtime.plan.request import PlanRequest
 
         bundle = CACHE / "bundle-full-0"
         precision = config.split("-")[1]
@@ -93,8 +94,9 @@ def child(config: str, text_id: str, threads: int, window: int) -> dict[str, flo
             bundle / "bert",
             precision=precision,
             threads=threads,
-            windowing=Windowing(window_frames=window),
-            decoder_precision="int8" if int8 else "fp32",
+            plan_request=PlanRequest(
+                "int8" if int8 else "fp32", windowing=Windowing(window_frames=window)
+            ),
         )
         voice = backend.load_voice(CACHE / "bundle-full-0-int8" if int8 else bundle)
     load = time.perf_counter() - t0

@@ -1,14 +1,14 @@
 """What each extra voice costs in peak memory (issue 24: each extra voice <= +250 MB).
 
 Run: .venv/bin/python benchmarks/voice_memory.py BUNDLE [--voices 3] [--decoder auto]
-[--memory-budget MB]
+[--memory-budget-mb MB]
 
 BUNDLE is a full-size bundle with its BERT in ``BUNDLE/bert`` (``yomiage convert
 ... --bert ... --quantize q8``; ../shared/peers/README.md makes one). For N = 1..voices,
 a fresh process copies the bundle (without its BERT) to N folders, so nothing is
 shared by path, loads them all, generates one paragraph with each, and reports its
 peak RSS (VmHWM); the table gives each extra voice's cost against N - 1.
-``--memory-budget`` is the engine's: a lower one than the default rules out the plans
+``--memory-budget-mb`` is the engine's: a lower one than the default rules out the plans
 above it, so that two bundles whose measured plans differ compare on the same one.
 """
 
@@ -50,7 +50,7 @@ def main() -> None:
     parser.add_argument("bundle", type=Path)
     parser.add_argument("--voices", type=int, default=3)
     parser.add_argument("--decoder", default="auto")
-    parser.add_argument("--memory-budget", type=int, default=None, metavar="MB")
+    parser.add_argument("--memory-budget-mb", type=int, default=None, metavar="MB")
     args = parser.parse_args()
     if not (args.bundle / "bert").is_dir():
         raise SystemExit(f"{args.bundle} has no bert/ folder: convert it with --bert")
@@ -65,13 +65,13 @@ def main() -> None:
             print(f"{n} voice(s)...", file=sys.stderr, flush=True)
             out = subprocess.run(
                 [sys.executable, "-c", WORKER, str(args.bundle), json.dumps(copies[:n]),
-                 args.decoder, TEXT, json.dumps(args.memory_budget)],
+                 args.decoder, TEXT, json.dumps(args.memory_budget_mb)],
                 capture_output=True, text=True, check=True,
             )  # fmt: skip
             rows.append(json.loads(out.stdout.strip().splitlines()[-1]))
     machine = platform.processor() or platform.machine()
     print(f"machine: {machine}, Python {platform.python_version()}")
-    budget = f", memory_budget_mb={args.memory_budget}" if args.memory_budget else ""
+    budget = f", memory_budget_mb={args.memory_budget_mb}" if args.memory_budget_mb else ""
     print(f"decoder_precision={args.decoder!r}{budget}\n")
     print("| voices | peak RSS MB | this voice costs |")
     print("| --- | --- | --- |")

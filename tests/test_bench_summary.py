@@ -56,7 +56,7 @@ def _fake_events(job: Any, config: str) -> Iterator[dict[str, Any]]:
         "plan": f"decoder {decoder}, {count} thread{'s' * (count != 1)}, "
                 f"~{options[0]['peak_mb']} MB peak (budget 1000 MB; measured on {CPU})",
         "plan_decoder": decoder, "plan_peak_mb": options[0]["peak_mb"],
-        "plan_options": options, "plan_threads": [], "plan_budget_mb": 1000,
+        "plan_options": options, "plan_threads": [], "memory_budget_mb": 1000,
         "plan_reference_frames": [40, 120, 250, 450, 700, 1000],
     }  # fmt: skip
     for name, text, speed in (("short", 1.93, short), ("long", 9.07, long)):

@@ -248,7 +248,7 @@ def test_bench_says_what_a_larger_budget_would_buy() -> None:
     assert [o["decoding_speedup"] for o in offers] == [2.18, 3.0]
     lines = faster_over_budget_lines(offers)
     assert lines[0] == (
-        "  a larger budget decodes faster: --memory-budget 1060 runs openvino bf16, windows "
+        "  a larger budget decodes faster: --memory-budget-mb 1060 runs openvino bf16, windows "
         "of 32 frames (2.2x the decoding speed, ~1054 MB peak)"
     )
     assert faster_over_budget(options, 2000) == []  # everything fits: nothing to offer

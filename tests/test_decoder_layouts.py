@@ -23,6 +23,7 @@ from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.plan.measure import MeasureJob
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
 from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import DecoderChoice, Plan
 
@@ -102,8 +103,8 @@ class Measured:
 
 def _planner(tmp_path: Path, measure: Measured, layouts: bool = True) -> Planner:
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
-    return Planner(Sessions(2, openvino=False), bert, store=PlanStore(tmp_path / "plans"),
-                   measure_plan=True, measure_fn=measure,
+    return Planner(Sessions(2, openvino=False), bert, PlanRequest(measure_plan=True),
+                   store=PlanStore(tmp_path / "plans"), measure_fn=measure,
                    layouts=DecoderLayouts(tmp_path / "decoders") if layouts else None)  # fmt: skip
 
 
@@ -126,8 +127,8 @@ def test_the_plan_times_each_other_layout_and_takes_the_faster(
     assert all(path.is_file() and path.parent.parent == tmp_path / "decoders"
                for path in job.layouts.values())  # fmt: skip
     assert plan.decoder.layout == 128 and "2-D from 128 channels" in plan.describe()
-    running, graph = planner.decoder_graph(big_tiny, plan)  # type: ignore[arg-type]
-    assert running == plan and graph == job.layouts[128]
+    assert plan.decoder_graph == job.layouts[128]
+    assert plan.decoder_file(big_tiny) == job.layouts[128]  # type: ignore[arg-type]
 
 
 def test_a_layout_no_faster_leaves_the_bundles_own(tmp_path: Path, big_tiny: object) -> None:
@@ -149,15 +150,16 @@ def test_a_layout_that_cannot_be_made_at_load_runs_the_bundles_own(
 ) -> None:
     planner = _planner(tmp_path, Measured(faster_layout=128))
     plan = planner.plan_for(big_tiny)  # type: ignore[arg-type]
+    assert plan.decoder.layout == 128 and plan.decoder_graph is not None
     shutil.rmtree(tmp_path / "decoders")  # the cache was cleared, and now the disk is full
 
     def full(*args: object) -> Path:
         raise LayoutError("cannot make decoder.onnx: disk full")
 
     monkeypatch.setattr(DecoderLayouts, "graph", full)
-    running, graph = planner.decoder_graph(big_tiny, plan)  # type: ignore[arg-type]
-    assert plan.decoder.layout == 128
-    assert graph == DECODER and running.decoder == replace(plan.decoder, layout=0)
+    running = planner.plan_for(big_tiny)  # type: ignore[arg-type]
+    assert running.decoder == replace(plan.decoder, layout=0) and running.decoder_graph is None
+    assert running.decoder_file(big_tiny) == DECODER  # type: ignore[arg-type]
 
 
 def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
@@ -175,10 +177,9 @@ def test_a_voice_runs_the_decoder_of_its_plans_layout_with_the_same_samples(
 
     sessions = Recording(1, openvino=False)
     made = DecoderLayouts(tmp_path).graph(DECODER, "abc", 1)
-    plan = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), 1000, "test", threads=1)
-    placement = plan.placement("fp32", automatic=True)
-    own = BundleVoice(TINY, sessions, placement)
-    other = BundleVoice(TINY, sessions, placement, plan=plan, decoder_graph=made)
+    plan = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), PlanRequest(), "test", threads=1)
+    own = BundleVoice(TINY, sessions, replace(plan, decoder=DecoderChoice("onnxruntime", "fp32")))
+    other = BundleVoice(TINY, sessions, replace(plan, decoder_graph=made))
     assert sessions.opened[2] == DECODER and sessions.opened[5] == made
     assert other.info.runtime.endswith(", decoder 2-D from 1 channels (measured)")
     assert "2-D" not in own.info.runtime
@@ -196,19 +197,21 @@ def test_a_made_decoder_that_does_not_load_is_removed_and_the_bundles_own_runs(
     that passed it (damaged keeping its size and time) but does not load."""
     from yomiage.runtime.onnx_backend import OnnxBackend
 
-    backend = OnnxBackend(TINY / "bert", threads=1, decoder_precision="fp32", openvino=False,
-                          layouts_dir=tmp_path / "decoders")  # fmt: skip
+    backend = OnnxBackend(TINY / "bert", threads=1, plan_request=PlanRequest("fp32"),
+                          openvino=False, layouts_dir=tmp_path / "decoders")  # fmt: skip
     key = layout_key(read_manifest(TINY).files)
     assert key is not None
     made = backend.planner.layouts.graph(DECODER, key, 1)  # type: ignore[union-attr]
     made.with_name("decoder.onnx.data").write_bytes(b"damaged")
     monkeypatch.setattr(decoder_layouts, "unlike_made", lambda folder, names: {})
-    chosen = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), 1000, "test", threads=1)
+    chosen = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), PlanRequest(), "test",
+                  threads=1, decoder_graph=made)  # fmt: skip
     monkeypatch.setattr(backend, "plan", lambda folder: chosen)
     voice = backend.load_voice(TINY)
     assert "cannot load ONNX graph" in caplog.text and "bundle's own decoder runs" in caplog.text
     assert voice.plan is not None and voice.plan.decoder.layout == 0
     assert "2-D" not in voice.info.runtime
     assert not made.parent.exists()  # made again on the next load
-    assert backend.planner.decoder_graph(read_manifest(TINY), chosen)[1] == made
+    again = backend.planner.layouts.graph(DECODER, key, 1)  # type: ignore[union-attr]
+    assert again == made
     assert backend.load_voice(TINY).info.runtime.endswith("2-D from 1 channels (measured)")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import itertools
 import logging
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,68 +21,77 @@ from yomiage.runtime.engines.placement import (
     OPENVINO,
     OPENVINO_BF16,
     OPENVINO_FP32,
-    OPENVINO_MIN_DECODER_BYTES,
     ORT_FP32,
     ORT_INT8,
-    check_decoder_precision,
-    graph_bytes,
-    resolve_decoder_precision,
-    voice_placement,
 )
 from yomiage.runtime.engines.sessions import COMPILED_FORM, Sessions
 from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.runtime.plan.planner import OPENVINO_MIN_DECODER_BYTES, BertGraph, Planner
+from yomiage.runtime.plan.request import PlanRequest
+from yomiage.runtime.plan.value import Plan
 from yomiage.runtime.stage_trims import TRIM_INPUT
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
+TINY = Path(__file__).parent / "data" / "voices" / "tiny"
 needs_openvino = pytest.mark.skipif(OPENVINO.version() is None, reason="OpenVINO not installed")
 
 
-# -- placement ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("requested", "openvino", "native", "expected"),
-    [
-        ("auto", True, True, "bf16"),
-        ("auto", True, False, "fp32"),
-        ("auto", False, True, "fp32"),  # bf16 needs OpenVINO
-        ("fp32", True, True, "fp32"),
-        ("int8", True, True, "int8"),
-        ("bf16", True, True, "bf16"),
-    ],
-)
-def test_auto_picks_bf16_only_where_native_and_openvino(
-    requested: str, openvino: bool, native: bool, expected: str
-) -> None:
-    assert resolve_decoder_precision(requested, openvino=openvino, native_bf16=native) == expected
-
-
-def test_explicit_bf16_without_openvino_is_refused() -> None:
-    with pytest.raises(ValueError, match="OpenVINO"):
-        resolve_decoder_precision("bf16", openvino=False, native_bf16=True)
-
-
-def test_explicit_bf16_on_an_emulating_cpu_warns(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING):
-        assert resolve_decoder_precision("bf16", openvino=True, native_bf16=False) == "bf16"
-    assert "emulated" in caplog.text
+# -- the plan's request and what a voice loads ------------------------------------------
 
 
 def test_unknown_precision_names_the_choices() -> None:
     with pytest.raises(ValueError, match="auto, fp32, bf16, int8"):
-        check_decoder_precision("fp16")
+        PlanRequest("fp16")
 
 
-def test_voice_placement_keeps_all_but_the_decoder_on_onnxruntime() -> None:
-    bf16 = voice_placement("bf16", openvino=True)
-    assert (bf16.encoder, bf16.flow) == (ORT_FP32, ORT_FP32)
-    assert bf16.decoder == OPENVINO_BF16
-    assert bf16.decoder_graph == "decoder.onnx"
-    assert voice_placement("fp32", openvino=True).decoder == ORT_FP32  # exact, less memory
-    assert voice_placement("fp32", openvino=False).decoder == ORT_FP32
-    int8 = voice_placement("int8", openvino=True)
-    assert (int8.decoder, int8.decoder_graph) == (ORT_INT8, "decoder_int8.onnx")
+@pytest.mark.parametrize("budget", [99, 1000.0, True, "1000"])
+def test_a_budget_is_an_integer_of_at_least_100(budget: object) -> None:
+    with pytest.raises(ValueError, match="memory_budget_mb must be an integer of at least 100"):
+        PlanRequest(memory_budget_mb=budget)  # type: ignore[arg-type]
+
+
+class _Sessions:
+    """What the planner reads of a backend's sessions."""
+
+    def __init__(self, openvino: bool, native_bf16: bool) -> None:
+        self.threads, self.thread_choices = 1, (1,)
+        self.has_openvino, self.native_bf16 = openvino, native_bf16
+
+
+def _plan(precision: str, *, openvino: bool = True, native: bool = True,
+          decoder_bytes: int | None = None) -> Plan:  # fmt: skip
+    """The plan a voice of the tiny bundle (its decoder ``decoder_bytes``, if given) gets
+    for ``precision``, measuring off."""
+    manifest = read_manifest(TINY)
+    if decoder_bytes is not None:
+        folder = _fake_decoder(Path(tempfile.mkdtemp()), decoder_bytes).parent
+        manifest = replace(manifest, path=folder)
+    request = PlanRequest(precision, measure_plan=False)
+    bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
+    return Planner(_Sessions(openvino, native), bert, request).plan_for(manifest)  # type: ignore[arg-type]
+
+
+def test_a_plan_keeps_all_but_the_decoder_on_onnxruntime() -> None:
+    bf16 = _plan("bf16", decoder_bytes=58_633_216)
+    assert (bf16.encoder, bf16.flow, bf16.decoder.placement) == (ORT_FP32, ORT_FP32, OPENVINO_BF16)
+    assert bf16.decoder_file(read_manifest(TINY)).name == "decoder.onnx"
+    assert _plan("fp32", decoder_bytes=58_633_216).decoder.placement == ORT_FP32
+    int8 = _plan("int8")
+    assert int8.decoder.placement == ORT_INT8
+    assert int8.decoder_file(read_manifest(TINY)).name == "decoder_int8.onnx"
+    assert int8.request.decoder_precision == "int8"  # the plan echoes what was asked
+
+
+def test_explicit_bf16_without_openvino_is_refused() -> None:
+    with pytest.raises(ValueError, match="OpenVINO"):
+        _plan("bf16", openvino=False)
+
+
+def test_explicit_bf16_on_an_emulating_cpu_warns(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING):
+        assert _plan("bf16", native=False).decoder.placement == OPENVINO_BF16
+    assert "emulated" in caplog.text
 
 
 def _fake_decoder(folder: Path, weights: int) -> Path:
@@ -92,25 +103,15 @@ def _fake_decoder(folder: Path, weights: int) -> Path:
     return folder / "decoder.onnx"
 
 
-def test_the_tiny_voice_decodes_on_onnxruntime_by_default(test_voice: Path) -> None:
+def test_a_small_decoder_runs_on_onnxruntime_unless_bf16_is_asked() -> None:
     """Issue 22 item 14: OpenVINO bf16 was 2-5x slower than ONNX Runtime on the tiny voice
-    (and 3x the memory): auto keeps a small decoder on ONNX Runtime."""
-    auto = voice_placement("bf16", openvino=True, automatic=True)
-    tiny = auto.sized(graph_bytes(test_voice / "decoder.onnx"))
-    assert tiny.decoder == ORT_FP32
-    assert tiny.describe() == "decoder fp32 on onnxruntime"
-
-
-def test_a_large_decoder_stays_on_openvino_bf16(tmp_path: Path) -> None:
-    """The full-size default does not change: ~59 MB of decoder weights (14.6 M parameters)."""
-    auto = voice_placement("bf16", openvino=True, automatic=True)
-    large = auto.sized(graph_bytes(_fake_decoder(tmp_path, 58_633_216)))
-    assert large.decoder == OPENVINO_BF16
-    small = _fake_decoder(tmp_path / "small", OPENVINO_MIN_DECODER_BYTES // 2)
-    assert auto.sized(graph_bytes(small)).decoder == ORT_FP32
+    (and 3x the memory): a decoder under 1 M parameters is not measured, it runs there."""
+    tiny = _plan("auto")
+    assert tiny.decoder.placement == ORT_FP32 and "small decoder" in tiny.basis
+    small = _plan("auto", decoder_bytes=OPENVINO_MIN_DECODER_BYTES // 2)
+    assert small.decoder.placement == ORT_FP32
     # An explicit bf16 is what the user asked for, whatever the size.
-    explicit = voice_placement("bf16", openvino=True)
-    assert explicit.sized(graph_bytes(small)).decoder == OPENVINO_BF16
+    assert _plan("bf16").decoder.placement == OPENVINO_BF16
 
 
 @needs_openvino
@@ -119,12 +120,21 @@ def test_auto_loads_the_tiny_voice_on_onnxruntime(test_voice: Path) -> None:
     assert backend.load_voice(test_voice).info.runtime == "decoder fp32 on onnxruntime"
 
 
-def test_a_refused_decoder_is_reported_as_what_runs() -> None:
-    planned = voice_placement("bf16", openvino=True)
-    running = planned.running(ORT_FP32)
-    assert running.precision == "fp32"
-    assert running.describe() == "decoder fp32 on onnxruntime"
-    assert planned.running(planned.decoder) is planned
+@needs_openvino
+def test_a_refused_decoder_is_reported_as_what_runs(
+    test_voice: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    real = Sessions.open
+
+    def refusing(self: Sessions, path: Path, placement: Any, **kw: Any) -> Any:
+        return real(self, path, ORT_FP32 if path.name == "decoder.onnx" else placement, **kw)
+
+    backend = OnnxBackend(test_voice / "bert", threads=1, plan_request=PlanRequest("bf16"))
+    monkeypatch.setattr(Sessions, "open", refusing)
+    with caplog.at_level(logging.WARNING):
+        voice = backend.load_voice(test_voice)
+    assert voice.info.runtime == "decoder fp32 on onnxruntime"
+    assert "not the plan's decoder bf16 on openvino" in caplog.text
 
 
 # -- decoder windows --------------------------------------------------------------------
@@ -298,7 +308,7 @@ def _decode_both(test_voice: Path, **backend_kwargs: object) -> tuple[np.ndarray
     sentence = [frontend.g2p("今日はいい天気ですね。")]
     options = SynthesisOptions(seed=1)
     out = []
-    for kwargs in ({"openvino": False, "decoder_precision": "fp32"}, backend_kwargs):
+    for kwargs in ({"openvino": False, "plan_request": PlanRequest("fp32")}, backend_kwargs):
         backend = OnnxBackend(test_voice / "bert", threads=1, **kwargs)  # type: ignore[arg-type]
         voice = backend.load_voice(test_voice)
         rng = backend.new_rng(1)
@@ -326,7 +336,7 @@ def test_openvino_fp32_equals_onnxruntime(test_voice: Path) -> None:
 @needs_openvino
 def test_bf16_stays_close_to_fp32(test_voice: Path, tmp_path: Path) -> None:
     """On this random tiny voice; the error on a trained decoder is in RESULTS.md."""
-    ref, bf16 = _decode_both(test_voice, decoder_precision="bf16", compiled_dir=tmp_path)
+    ref, bf16 = _decode_both(test_voice, plan_request=PlanRequest("bf16"), compiled_dir=tmp_path)
     snr = 10 * np.log10(np.sum(ref**2) / np.sum((ref - bf16) ** 2))
     assert snr > 20
 
@@ -337,7 +347,7 @@ def test_compiled_graphs_are_cached_by_version_and_sha256(test_voice: Path, tmp_
     stale.mkdir()
     (stale / "old.blob").write_bytes(b"x")
     backend = OnnxBackend(
-        test_voice / "bert", threads=1, decoder_precision="bf16", compiled_dir=tmp_path
+        test_voice / "bert", threads=1, plan_request=PlanRequest("bf16"), compiled_dir=tmp_path
     )
     voice = backend.load_voice(test_voice)
     assert voice.info.runtime == "decoder bf16 on openvino"
@@ -351,7 +361,7 @@ def test_compiled_graphs_are_cached_by_version_and_sha256(test_voice: Path, tmp_
     for blob in blobs:
         blob.write_bytes(b"\0" * 16)
     again = OnnxBackend(
-        test_voice / "bert", threads=1, decoder_precision="bf16", compiled_dir=tmp_path
+        test_voice / "bert", threads=1, plan_request=PlanRequest("bf16"), compiled_dir=tmp_path
     ).load_voice(test_voice)
     assert again.info.runtime == "decoder bf16 on openvino"
 
@@ -359,7 +369,9 @@ def test_compiled_graphs_are_cached_by_version_and_sha256(test_voice: Path, tmp_
 def _latent_and_whole(test_voice: Path, text: str) -> tuple[np.ndarray, np.ndarray, object]:
     """z and g of a sentence and its audio decoded whole on ONNX Runtime float32."""
     frontend = Frontend()
-    backend = OnnxBackend(test_voice / "bert", threads=1, openvino=False, decoder_precision="fp32")
+    backend = OnnxBackend(
+        test_voice / "bert", threads=1, openvino=False, plan_request=PlanRequest("fp32")
+    )
     voice = backend.load_voice(test_voice)
     options = SynthesisOptions(seed=3)
     [encoded] = encode(backend, voice, [frontend.g2p(text)], options, backend.new_rng(3))
@@ -373,7 +385,7 @@ def _latent_and_whole(test_voice: Path, text: str) -> tuple[np.ndarray, np.ndarr
 def _openvino_fp32_voice(test_voice: Path) -> tuple[OnnxBackend, Any]:
     """The test voice with its decoder on OpenVINO in float32: fixed window lengths,
     comparable exactly with ONNX Runtime."""
-    backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32")
+    backend = OnnxBackend(test_voice / "bert", threads=1, plan_request=PlanRequest("fp32"))
     voice = backend.load_voice(test_voice)
     voice.decoder = backend.sessions.open(test_voice / "decoder.onnx", OPENVINO_FP32)
     return backend, voice

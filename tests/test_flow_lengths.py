@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from yomiage.runtime.engines.placement import (
     OPENVINO_FP32,
     ORT_FP32,
     Placement,
-    voice_placement,
 )
 from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import (
@@ -33,6 +31,8 @@ from yomiage.runtime.flow_lengths import (
 )
 from yomiage.runtime.onnx_backend import OnnxBackend
 from yomiage.runtime.onnx_voice import BundleVoice
+from yomiage.runtime.plan.request import PlanRequest
+from yomiage.runtime.plan.value import DecoderChoice, Plan
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
@@ -123,10 +123,15 @@ def _record_shapes(graph: Any, lengths: list[int]) -> None:
     graph.run = noting
 
 
+def _plan(flow: Placement, decoder: Placement = ORT_FP32, **windowing: int) -> Plan:
+    """A plan that runs the flow on ``flow`` and the decoder on ``decoder``, in ``windowing``."""
+    request = PlanRequest(decoder.precision, windowing=Windowing(**windowing))
+    return Plan(DecoderChoice.at(decoder), request, "test", threads=1, flow=flow)
+
+
 def _voice(test_voice: Path, flow: Placement, **windowing: int) -> tuple[OnnxBackend, Any]:
-    backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32")
-    placement = replace(voice_placement("fp32", openvino=True), flow=flow)
-    voice = BundleVoice(test_voice, backend.sessions, placement, windowing=Windowing(**windowing))
+    backend = OnnxBackend(test_voice / "bert", threads=1, plan_request=PlanRequest("fp32"))
+    voice = BundleVoice(test_voice, backend.sessions, _plan(flow, **windowing))
     return backend, voice
 
 
@@ -182,12 +187,23 @@ def test_a_flow_on_onnxruntime_runs_unpadded_and_is_not_warmed(test_voice: Path)
     assert seen == [37] and z.shape[2] == 37
 
 
-def test_what_runs_names_a_flow_off_onnxruntime_and_one_refused() -> None:
-    planned = replace(voice_placement("bf16", openvino=True), flow=OPENVINO_BF16)
-    assert planned.describe() == "decoder bf16 on openvino, flow bf16 on openvino"
-    assert planned.running(planned.decoder, planned.flow) is planned
-    refused = planned.running(planned.decoder, ORT_FP32)
-    assert refused.describe() == "decoder bf16 on openvino" and refused.precision == "bf16"
+@needs_openvino
+def test_a_flow_openvino_refuses_runs_on_onnxruntime_and_says_so(
+    test_voice: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from yomiage.runtime.engines import sessions as sessions_module
+
+    backend = OnnxBackend(test_voice / "bert", threads=1, plan_request=PlanRequest("fp32"))
+    real = sessions_module.Sessions.open
+
+    def refusing(self: Sessions, path: Path, placement: Placement, **kw: Any) -> Any:
+        return real(self, path, ORT_FP32 if path.name == "flow.onnx" else placement, **kw)
+
+    monkeypatch.setattr(sessions_module.Sessions, "open", refusing)
+    with caplog.at_level(logging.WARNING):
+        voice = BundleVoice(test_voice, backend.sessions, _plan(OPENVINO_BF16, OPENVINO_BF16))
+    assert voice.info.runtime == "decoder bf16 on openvino"
+    assert "not the plan's decoder bf16 on openvino, flow bf16 on openvino" in caplog.text
 
 
 @needs_openvino
@@ -213,9 +229,9 @@ def test_a_voice_runs_what_keeps_shapes_once_as_it_loads(
         return run(graph, feeds)
 
     monkeypatch.setattr(OpenVinoGraph, "run", noting)
-    backend = OnnxBackend(test_voice / "bert", threads=1, decoder_precision="fp32")
-    placement = replace(voice_placement("fp32", openvino=True), flow=OV_FP32, decoder=OV_FP32)
-    voice = BundleVoice(test_voice, backend.sessions, placement, windowing=Windowing(64, 32))
+    backend = OnnxBackend(test_voice / "bert", threads=1, plan_request=PlanRequest("fp32"))
+    plan = _plan(OV_FP32, OV_FP32, window_frames=64, first_window_frames=32)
+    voice = BundleVoice(test_voice, backend.sessions, plan)
     assert voice.decoder.placement == OV_FP32
     first_window = 32 + 2 * voice.manifest.receptive_field_frames
     assert calls == [("flow.onnx", FLOW_BUCKETS[0]), ("decoder.onnx", first_window)]

@@ -16,6 +16,7 @@ from yomiage.options import SynthesisOptions
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.chunking import Windowing, clause_ends, flow_spans, windows
 from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.voice import decode, encode
 from yomiage.text import Frontend
 
@@ -31,7 +32,7 @@ def bundle(test_voice: Path) -> Path:
 def backend(bundle: Path) -> OnnxBackend:
     """float32 on ONNX Runtime, so any window schedule can be compared exactly (OpenVINO's
     fixed window lengths: tests/test_engines.py)."""
-    return OnnxBackend(bundle / "bert", threads=2, decoder_precision="fp32", openvino=False)
+    return OnnxBackend(bundle / "bert", threads=2, plan_request=PlanRequest("fp32"), openvino=False)
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +44,7 @@ def voice(backend: OnnxBackend, bundle: Path) -> Any:
 def reference_backend(reference_bundle: Path) -> OnnxBackend:
     """The reference fixture voice's BERT in float32, as the reference ran it."""
     return OnnxBackend(
-        reference_bundle / "bert", precision="fp32", threads=2, decoder_precision="fp32"
+        reference_bundle / "bert", precision="fp32", threads=2, plan_request=PlanRequest("fp32")
     )
 
 

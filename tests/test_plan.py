@@ -23,7 +23,7 @@ from yomiage.runtime.plan.choose import (
 from yomiage.runtime.plan.measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
 from yomiage.runtime.plan.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
-from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
 from yomiage.runtime.plan.schedules import candidates
 from yomiage.runtime.plan.store import PlanKey, PlanStore
 from yomiage.runtime.plan.value import DecoderChoice
@@ -50,12 +50,17 @@ FAST_HUNGRY = timings("openvino", "bf16", 2.0, 100)  # twice as fast, 100 MB a l
 EVERYTHING = candidates(openvino=True, native_bf16=True, openvino_fp32=True)
 
 
+def asked(budget_mb: int, precision: str = "auto") -> PlanRequest:
+    """A request for a plan within ``budget_mb`` (``precision``: as the user asks it)."""
+    return PlanRequest(precision, budget_mb, measure_plan=True)
+
+
 def measured(*engines: EngineTimings, floor: float = 600) -> Measurements:
     return Measurements(floor, engines, CONTEXT)
 
 
 def test_the_fastest_plan_within_the_budget_is_chosen() -> None:
-    plan = choose_plan(measured(ORT, FAST_HUNGRY), 2000, threads=2, basis="test",
+    plan = choose_plan(measured(ORT, FAST_HUNGRY), asked(2000), threads=2, basis="test",
                        allowed=EVERYTHING)  # fmt: skip
     assert plan.decoder.engine == "openvino" and plan.decoder.precision == "bf16"
     assert plan.peak_mb is not None and plan.peak_mb <= 2000
@@ -64,7 +69,7 @@ def test_the_fastest_plan_within_the_budget_is_chosen() -> None:
 
 @pytest.mark.parametrize("budget", [720, 800, 900, 1000, 1200])
 def test_a_plan_over_the_budget_is_never_chosen(budget: int) -> None:
-    plan = choose_plan(measured(ORT, FAST_HUNGRY), budget, threads=2, basis="test",
+    plan = choose_plan(measured(ORT, FAST_HUNGRY), asked(budget), threads=2, basis="test",
                        allowed=EVERYTHING)  # fmt: skip
     assert plan.peak_mb is not None and plan.peak_mb <= budget
     for option in plan.options:
@@ -74,8 +79,12 @@ def test_a_plan_over_the_budget_is_never_chosen(budget: int) -> None:
 
 
 def test_a_tighter_budget_takes_fewer_window_lengths_before_another_engine() -> None:
-    roomy = choose_plan(measured(ORT, FAST_HUNGRY), 1100, threads=2, basis="t", allowed=EVERYTHING)
-    tight = choose_plan(measured(ORT, FAST_HUNGRY), 950, threads=2, basis="t", allowed=EVERYTHING)
+    roomy = choose_plan(
+        measured(ORT, FAST_HUNGRY), asked(1100), threads=2, basis="t", allowed=EVERYTHING
+    )
+    tight = choose_plan(
+        measured(ORT, FAST_HUNGRY), asked(950), threads=2, basis="t", allowed=EVERYTHING
+    )
     assert roomy.decoder == DecoderChoice("openvino", "bf16", 256)  # 4 lengths: 600 + 400
     assert tight.decoder == DecoderChoice("openvino", "bf16", 128)  # 3 lengths: 600 + 300
 
@@ -107,7 +116,7 @@ def test_where_memory_grows_with_the_length_small_windows_buy_most_of_the_speed(
 ) -> None:
     """With AMX's measurements, 32-frame bfloat16 windows (one length: +226 MB) decode
     twice as fast as float32 for 1,054 MB; each larger window costs hundreds more."""
-    plan = choose_plan(AMX, budget, threads=2, basis="amx", allowed=EVERYTHING)
+    plan = choose_plan(AMX, asked(budget), threads=2, basis="amx", allowed=EVERYTHING)
     assert replace(plan.decoder, first_window_frames=32) == expected
     assert plan.peak_mb is not None and plan.peak_mb <= budget
     if expected.engine == "openvino":
@@ -120,21 +129,21 @@ def test_more_memory_is_taken_only_for_speed_beyond_the_measurements_noise() -> 
     """AMX's float32 schedules: 256-frame windows predicted 1.6% faster than 128 for
     +69 MB is even, and the lighter runs; made 20% faster where the long windows run,
     they are worth it."""
-    even = choose_plan(AMX, 1000, threads=2, basis="amx", allowed=EVERYTHING)
+    even = choose_plan(AMX, asked(1000), threads=2, basis="amx", allowed=EVERYTHING)
     assert even.decoder.window_frames == 128
     [lighter, heavier] = sorted((o for o in even.options if o.refused is None),
                                 key=lambda o: o.peak_mb)  # fmt: skip
     assert heavier.total_s < lighter.total_s < heavier.total_s * (1 + SPEED_WORTH_MEMORY)
     faster = {n: ms * (0.8 if n >= 286 else 1.0) for n, ms in AMX_ORT.call_ms.items()}
     clear = replace(AMX, engines=(replace(AMX_ORT, call_ms=faster), AMX_BF16))
-    plan = choose_plan(clear, 1000, threads=2, basis="amx", allowed=EVERYTHING)
+    plan = choose_plan(clear, asked(1000), threads=2, basis="amx", allowed=EVERYTHING)
     assert plan.decoder.window_frames == 256
     [chosen, other] = [o for o in plan.options if o.refused is None]
     assert chosen.total_s * (1 + SPEED_WORTH_MEMORY) < other.total_s
 
 
 def test_when_nothing_fits_the_least_memory_runs_and_says_so() -> None:
-    plan = choose_plan(measured(ORT, FAST_HUNGRY, floor=990), 1000, threads=2, basis="test",
+    plan = choose_plan(measured(ORT, FAST_HUNGRY, floor=990), asked(1000), threads=2, basis="test",
                        allowed=EVERYTHING)  # fmt: skip
     assert plan.peak_mb == min(o.peak_mb for o in plan.options)
     assert plan.decoder == DecoderChoice("openvino", "bf16", 32)  # one length: 990 + 100
@@ -144,7 +153,9 @@ def test_when_nothing_fits_the_least_memory_runs_and_says_so() -> None:
 def test_auto_never_picks_a_plan_slower_than_onnx_runtime_on_any_length() -> None:
     # Faster per frame, but each call pays 300 ms: slower on short sentences.
     slow_start = timings("openvino", "bf16", 1.0, 10, fixed_ms=300)
-    plan = choose_plan(measured(ORT, slow_start), 5000, threads=2, basis="t", allowed=EVERYTHING)
+    plan = choose_plan(
+        measured(ORT, slow_start), asked(5000), threads=2, basis="t", allowed=EVERYTHING
+    )
     assert plan.decoder.engine == "onnxruntime"
     refused = [o for o in plan.options if o.choice.engine == "openvino"]
     assert refused and all("slower than ONNX Runtime" in (o.refused or "") for o in refused)
@@ -153,21 +164,21 @@ def test_auto_never_picks_a_plan_slower_than_onnx_runtime_on_any_length() -> Non
 def test_an_explicit_precision_is_honoured_even_where_it_is_slower() -> None:
     slow = timings("openvino", "bf16", 8.0, 10)
     bf16 = tuple(c for c in EVERYTHING if c.precision == "bf16")
-    plan = choose_plan(measured(ORT, slow), 5000, threads=2, basis="t", allowed=bf16,
-                       require_faster=False)  # fmt: skip
+    plan = choose_plan(measured(ORT, slow), asked(5000, "bf16"), threads=2, basis="t",
+                       allowed=bf16)  # fmt: skip
     assert plan.decoder.precision == "bf16"
 
 
 def test_the_same_measurements_always_give_the_same_plan() -> None:
     m = measured(ORT, FAST_HUNGRY, timings("openvino", "fp32", 2.0, 100))  # a tie on speed
-    plans = {choose_plan(m, 1500, threads=2, basis="t", allowed=order).decoder
+    plans = {choose_plan(m, asked(1500), threads=2, basis="t", allowed=order).decoder
              for order in (EVERYTHING, tuple(reversed(EVERYTHING)))}  # fmt: skip
     assert len(plans) == 1
 
 
 def test_onnx_runtime_peaks_measured_whole_replace_the_sum() -> None:
     m = replace(measured(ORT), ort_peak_mb={128: 700.0, 256: 720.0, 512: 800.0})
-    plan = choose_plan(m, 750, threads=2, basis="t", allowed=EVERYTHING)
+    plan = choose_plan(m, asked(750), threads=2, basis="t", allowed=EVERYTHING)
     assert plan.decoder == DecoderChoice("onnxruntime", "fp32", 256)
     assert plan.peak_mb == 720.0
 
@@ -190,20 +201,20 @@ def test_the_first_window_is_the_largest_whose_call_is_within_the_target(
     first_calls: dict[int, float], first: int
 ) -> None:
     m = measured(with_first_calls(ORT, first_calls))
-    plan = choose_plan(m, 1500, threads=2, basis="t", allowed=EVERYTHING[:3])
+    plan = choose_plan(m, asked(1500), threads=2, basis="t", allowed=EVERYTHING[:3])
     assert plan.decoder.first_window_frames == first
     assert plan.windowing.first_window_frames == first
     assert plan.options[0].choice == plan.decoder
-    alone = choose_plan(measured(ORT), 1500, threads=2, basis="t", allowed=EVERYTHING[:3])
+    alone = choose_plan(measured(ORT), asked(1500), threads=2, basis="t", allowed=EVERYTHING[:3])
     assert plan.decoder.window_frames == alone.decoder.window_frames  # judged as before
 
 
 def test_the_first_window_stays_where_its_calls_were_not_measured_or_shapes_are_kept() -> None:
-    assert choose_plan(measured(ORT), 1500, threads=2, basis="t",
+    assert choose_plan(measured(ORT), asked(1500), threads=2, basis="t",
                        allowed=EVERYTHING).decoder.first_window_frames == 32  # fmt: skip
     slow_first = {32: 300.0, 16: 200.0, 8: 163.0}
     m = measured(ORT, with_first_calls(FAST_HUNGRY, slow_first))
-    plan = choose_plan(m, 1500, threads=2, basis="t", allowed=EVERYTHING)
+    plan = choose_plan(m, asked(1500), threads=2, basis="t", allowed=EVERYTHING)
     assert plan.decoder.engine == "openvino"  # OpenVINO is shown only its few lengths
     assert plan.decoder.first_window_frames == 32
 
@@ -228,10 +239,12 @@ def test_the_fewest_threads_within_reach_of_the_fastest_are_chosen(
 def test_the_plan_takes_the_thread_count_measured_on_its_own_engine() -> None:
     ort = replace(ORT, threads_ms={2: 1000.0, 4: 700.0})
     bf16 = replace(FAST_HUNGRY, threads_ms={2: 500.0, 4: 600.0})
-    on_ort = choose_plan(measured(ort), 2000, threads=2, basis="t", allowed=EVERYTHING)
+    on_ort = choose_plan(measured(ort), asked(2000), threads=2, basis="t", allowed=EVERYTHING)
     assert on_ort.threads == 4 and "4 threads" in on_ort.describe()
     assert on_ort.threads_ms == ((2, 1000.0), (4, 700.0))
-    on_bf16 = choose_plan(measured(ort, bf16), 2000, threads=2, basis="t", allowed=EVERYTHING)
+    on_bf16 = choose_plan(
+        measured(ort, bf16), asked(2000), threads=2, basis="t", allowed=EVERYTHING
+    )
     assert on_bf16.decoder.engine == "openvino" and on_bf16.threads == 2
 
 
@@ -268,7 +281,7 @@ def test_candidates_follow_what_the_cpu_has() -> None:
 
 def test_the_fallback_takes_bf16_only_under_a_budget_that_holds_it() -> None:
     def fallback(budget_mb: int, native_bf16: bool = True) -> DecoderChoice:
-        plan = fallback_plan(openvino=True, native_bf16=native_bf16, budget_mb=budget_mb,
+        plan = fallback_plan(asked(budget_mb), openvino=True, native_bf16=native_bf16,
                              threads=2, why="x")  # fmt: skip
         assert plan.basis == "fallback: x"
         return plan.decoder
@@ -279,7 +292,7 @@ def test_the_fallback_takes_bf16_only_under_a_budget_that_holds_it() -> None:
         assert fallback(budget) == DecoderChoice("onnxruntime", "fp32")
     assert fallback(FALLBACK_BF16_BUDGET_MB) == DecoderChoice("openvino", "bf16")
     assert fallback(4000, native_bf16=False) == DecoderChoice("onnxruntime", "fp32")
-    assert fallback_plan(openvino=False, native_bf16=True, budget_mb=4000, threads=2,
+    assert fallback_plan(asked(4000), openvino=False, native_bf16=True, threads=2,
                          why="x").decoder.engine == "onnxruntime"  # fmt: skip
 
 
@@ -304,13 +317,13 @@ def test_a_faster_layout_of_the_decoder_is_taken_and_its_memory_counted() -> Non
     faster = replace(timings("onnxruntime", "fp32", 3.0, 40), layout=128)  # 25% faster
     peaks = {128: 700.0, 256: 740.0, 512: 800.0}
     m = replace(measured(ORT, faster), ort_peak_mb=peaks)
-    plan = choose_plan(m, 2000, threads=2, basis="t", allowed=allowed)
+    plan = choose_plan(m, asked(2000), threads=2, basis="t", allowed=allowed)
     assert plan.decoder.layout == 128 and "2-D from 128 channels" in str(plan.decoder)
     same = replace(ORT, layout=128)  # the same speed: the bundle's own graph is kept
-    assert choose_plan(replace(m, engines=(ORT, same)), 2000, threads=2, basis="t",
+    assert choose_plan(replace(m, engines=(ORT, same)), asked(2000), threads=2, basis="t",
                        allowed=allowed).decoder.layout == 0  # fmt: skip
     hungry = replace(faster, memory_mb={n: mb + 150 for n, mb in faster.memory_mb.items()})
-    over = choose_plan(replace(m, engines=(ORT, hungry)), 800, threads=2, basis="t",
+    over = choose_plan(replace(m, engines=(ORT, hungry)), asked(800), threads=2, basis="t",
                        allowed=allowed)  # fmt: skip
     assert over.decoder.layout == 0  # 700 + 150 MB is over 800 for every window
     refused = [o for o in over.options if o.choice.layout == 128]
@@ -377,9 +390,11 @@ class CountingMeasure:
 def planner(tmp_path: Path, measure: CountingMeasure, **kw: object) -> Planner:
     sessions = Sessions(2, openvino=False)
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
-    kw.setdefault("measure_plan", True)
-    return Planner(sessions, bert, store=PlanStore(tmp_path / "plans"), measure_fn=measure,
-                   **kw)  # type: ignore[arg-type]  # fmt: skip
+    request = PlanRequest(str(kw.pop("decoder_precision", "auto")),
+                          int(kw.pop("budget_mb", DEFAULT_MEMORY_BUDGET_MB)),  # type: ignore[call-overload]
+                          bool(kw.pop("measure_plan", True)))  # fmt: skip
+    return Planner(sessions, bert, request, store=PlanStore(tmp_path / "plans"),
+                   measure_fn=measure, **kw)  # type: ignore[arg-type]  # fmt: skip
 
 
 def big_voice(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
@@ -434,11 +449,13 @@ def test_measuring_off_small_decoders_and_int8_are_never_measured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     measure = CountingMeasure(measured(ORT))
-    for precision in ("auto", "fp32", "bf16"):
+    for precision in ("auto", "fp32"):
         small = planner(tmp_path, measure, decoder_precision=precision).plan_for(
             read_manifest(TINY)
         )
         assert "small decoder" in small.basis
+    with pytest.raises(ValueError, match="runs on OpenVINO, which is not available"):
+        planner(tmp_path, measure, decoder_precision="bf16").plan_for(read_manifest(TINY))
     manifest = big_voice(tmp_path, monkeypatch)
     off = planner(tmp_path, measure, measure_plan=False)
     assert off.plan_for(manifest).basis == "fallback: measuring is off"
@@ -456,8 +473,8 @@ def test_thread_counts_are_measured_only_when_none_was_asked_for(
     manifest = big_voice(tmp_path, monkeypatch)
     measure = CountingMeasure(measured(replace(ORT, threads_ms={2: 900.0, 4: 600.0})))
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
-    plan = Planner(Sessions(asked, openvino=False), bert, store=PlanStore(tmp_path),
-                   measure_fn=measure, measure_plan=True).plan_for(manifest)  # fmt: skip
+    plan = Planner(Sessions(asked, openvino=False), bert, PlanRequest(measure_plan=True),
+                   store=PlanStore(tmp_path), measure_fn=measure).plan_for(manifest)  # fmt: skip
     (job,) = measure.jobs
     assert job.thread_choices == choices and job.threads == (asked or 2)
     assert job.threads_length == 256 + 2 * manifest.receptive_field_frames
@@ -468,7 +485,7 @@ def test_thread_counts_are_measured_only_when_none_was_asked_for(
 def test_the_environment_turns_measuring_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YOMIAGE_PLAN_MEASURE", "0")
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
-    assert Planner(Sessions(2, openvino=False), bert).measure_plan is False
+    assert Planner(Sessions(2, openvino=False), bert).request.measuring() is False
 
 
 def test_the_plan_file_is_plain_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -484,8 +501,8 @@ def test_a_voice_opens_its_graphs_on_its_plans_threads() -> None:
     from yomiage.runtime.plan.value import Plan
 
     sessions = Sessions(2, openvino=False)
-    plan = Plan(DecoderChoice("onnxruntime", "fp32"), 1000, "test", threads=1)
-    voice = BundleVoice(TINY, sessions, plan.placement("fp32", automatic=True), plan=plan)
+    plan = Plan(DecoderChoice("onnxruntime", "fp32"), PlanRequest(), "test", threads=1)
+    voice = BundleVoice(TINY, sessions, plan)
     for graph in (voice.encoder, voice.flow, voice.decoder):
         assert graph.session.get_session_options().intra_op_num_threads == 1
     assert voice.info.runtime.endswith(", 1 thread (measured)")

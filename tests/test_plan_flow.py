@@ -35,6 +35,7 @@ from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.plan.choose import choose_plan, judge, judge_variants
 from yomiage.runtime.plan.measure import MeasureJob, measure
 from yomiage.runtime.plan.measurements import FlowTimings, Measurements
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.schedules import candidates
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import DecoderChoice
@@ -101,7 +102,9 @@ def test_a_faster_flow_over_the_budget_is_shown_beside_the_option_that_fits() ->
     assert fits.flow == ORT_FP32 and fits.refused is None and fits.peak_mb == 900.0
     assert faster.flow == BF16 and faster.refused and faster.peak_mb == 950.0
     assert faster.total_s < fits.total_s
-    plan = choose_plan(m, 900, threads=2, basis="t", allowed=EVERYTHING)
+    plan = choose_plan(
+        m, PlanRequest(memory_budget_mb=900), threads=2, basis="t", allowed=EVERYTHING
+    )
     assert plan.peak_mb is not None and plan.peak_mb <= 900 and plan.options[0].refused is None
     moved_over = [o for o in plan.options if o.flow == BF16 and o.peak_mb == 950.0]
     assert len(moved_over) == 1 and moved_over[0].refused
@@ -115,7 +118,7 @@ def test_bench_offers_the_flow_moved_when_a_larger_budget_buys_it() -> None:
     from yomiage.cli.bench_report import faster_over_budget
 
     much_faster = replace(FAST_FLOW, call_ms={n: ms / 4 for n, ms in FAST_FLOW.call_ms.items()})
-    plan = choose_plan(with_flows(ORT_FLOW, much_faster), 900, threads=2, basis="t",
+    plan = choose_plan(with_flows(ORT_FLOW, much_faster), PlanRequest(memory_budget_mb=900), threads=2, basis="t",
                        allowed=EVERYTHING)  # fmt: skip
     options = [
         {"decoder": str(o), "predicted_decode_s": o.total_s, "peak_mb": o.peak_mb}
@@ -127,15 +130,14 @@ def test_bench_offers_the_flow_moved_when_a_larger_budget_buys_it() -> None:
 
 
 def test_a_plan_carries_the_flow_of_its_option() -> None:
-    plan = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), 1000, threads=2, basis="t",
+    plan = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), PlanRequest(memory_budget_mb=1000), threads=2, basis="t",
                        allowed=EVERYTHING)  # fmt: skip
     assert plan.decoder.placement == BF16 and plan.flow == plan.options[0].flow
     assert plan.flow == BF16 and plan.peak_mb is not None and plan.peak_mb <= 1000
     assert "flow openvino bf16" in plan.describe()
-    voice = plan.placement("bf16", automatic=True)
-    assert voice.flow == BF16 and voice.encoder == ORT_FP32
+    assert plan.encoder == ORT_FP32
     # float32 asked for: nothing moves off ONNX Runtime.
-    f32 = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), 1000, threads=2, basis="t",
+    f32 = choose_plan(with_flows(ORT_FLOW, FAST_FLOW), PlanRequest(memory_budget_mb=1000), threads=2, basis="t",
                       allowed=[c for c in EVERYTHING if c.precision == "fp32"])  # fmt: skip
     assert f32.flow == ORT_FP32 and "flow" not in f32.describe()
 
@@ -144,7 +146,9 @@ def test_a_budget_too_small_for_the_moved_flow_keeps_the_decoder_on_openvino() -
     """The flow's memory must not cost the decoder its engine: the bfloat16 decoder
     stays, with the flow on ONNX Runtime."""
     m = with_flows(ORT_FLOW, replace(FAST_FLOW, peak_mb={w: 2000.0 for w in FAST_FLOW.peak_mb}))
-    plan = choose_plan(m, 1000, threads=2, basis="t", allowed=EVERYTHING)
+    plan = choose_plan(
+        m, PlanRequest(memory_budget_mb=1000), threads=2, basis="t", allowed=EVERYTHING
+    )
     assert plan.decoder.placement == BF16 and plan.flow == ORT_FP32
 
 

@@ -26,6 +26,7 @@ from yomiage.runtime.plan import measure as plan_measure
 from yomiage.runtime.plan.measure import MeasureError, MeasureJob
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
 from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
 from yomiage.runtime.plan.store import PlanKey, PlanStore
 
 TINY = Path(__file__).parent / "data" / "voices" / "tiny"
@@ -42,10 +43,11 @@ def big_voice(monkeypatch: pytest.MonkeyPatch) -> VoiceManifest:
     return read_manifest(TINY)
 
 
-def planner(root: Path, **kw: Any) -> Planner:
+def planner(root: Path, budget_mb: int = DEFAULT_MEMORY_BUDGET_MB, **kw: Any) -> Planner:
     """A planner of a new process on the cache ``root`` (threads asked for: one count)."""
-    return Planner(Sessions(2, openvino=False), BERT, store=PlanStore(root / "plans"),
-                   measure_plan=True, **kw)  # fmt: skip
+    request = PlanRequest(memory_budget_mb=budget_mb, measure_plan=True)
+    return Planner(Sessions(2, openvino=False), BERT, request, store=PlanStore(root / "plans"),
+                   **kw)  # fmt: skip
 
 
 def figures(args: dict[str, Any]) -> dict[str, Any]:

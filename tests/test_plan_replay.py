@@ -20,10 +20,11 @@ from typing import Any
 
 import pytest
 
-from yomiage.runtime.bundle import read_manifest
+from yomiage.runtime.bundle import DECODER_GRAPHS, read_manifest
 from yomiage.runtime.chunking import Windowing
-from yomiage.runtime.engines.placement import resolve_decoder_precision
+from yomiage.runtime.engines.placement import ORT_FP32
 from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import _measurements, cpu_identity
 
 DATA = json.loads((Path(__file__).parent / "data" / "plan_replay.json").read_text("utf-8"))
@@ -109,35 +110,31 @@ def replay(record: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPatch) 
         return _measurements(spelt_now(DATA["measurements"][record["measurements"]]))
 
     openvino, native = record["openvino"], record["native_bf16"]
+    windowing = Windowing(**scenario["windowing"]) if scenario["windowing"] else None
     from yomiage.runtime.plan.store import PlanStore
 
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
     planner = Planner(
         FakeSessions(scenario["threads"], openvino, native),  # type: ignore[arg-type]
         bert,
-        decoder_precision=scenario["precision"],
-        budget_mb=scenario["budget_mb"],
+        PlanRequest(scenario["precision"], scenario["budget_mb"], scenario["measure"], windowing),
         store=PlanStore(root / "plans") if scenario["store"] else None,
-        measure_plan=scenario["measure"],
         layouts=FakeLayouts(root / "decoders") if scenario["layouts"] else None,  # type: ignore[arg-type]
         measure_fn=measure,
     )
     manifest = read_manifest(TINY)
     out: dict[str, Any] = {"name": record["name"]}
     try:
-        if scenario["precision"] == "bf16":
-            resolve_decoder_precision("bf16", openvino=openvino, native_bf16=native)
         plan = planner.plan_for(manifest)
     except ValueError as exc:
         out["error"] = str(exc)
         return out
-    plan, graph = planner.decoder_graph(manifest, plan)
     out["job"] = plain_job(jobs[0]) if jobs else None
     d = plan.decoder
     out["plan"] = {
         "decoder": {"engine": d.engine, "precision": d.precision, "window_frames": d.window_frames,
                     "first_window_frames": d.first_window_frames, "layout": d.layout},
-        "budget_mb": plan.budget_mb,
+        "budget_mb": plan.request.memory_budget_mb,
         "basis": normal(plan.basis),
         "threads": plan.threads,
         "encoder": [plan.encoder.engine, plan.encoder.precision],
@@ -148,18 +145,19 @@ def replay(record: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPatch) 
         "options": [[str(o), o.total_s, o.peak_mb, o.refused] for o in plan.options],
         "describe": normal(plan.describe()),
     }  # fmt: skip
-    placement = plan.placement(plan.decoder.precision, automatic=scenario["precision"] == "auto")
-    placement = placement.sized(decoder_bytes)
-    windowing = Windowing(**scenario["windowing"]) if scenario["windowing"] else plan.windowing
-    made = graph != manifest.file("decoder.onnx")
+    # What the voice loads is the plan as it is (onnx_voice.BundleVoice).
+    decoder, flow = plan.decoder.placement, plan.flow
+    moved = f", flow {flow.precision} on {flow.engine}" if flow != ORT_FP32 else ""
     out["loads"] = {
-        "decoder": [placement.decoder.engine, placement.decoder.precision],
-        "flow": [placement.flow.engine, placement.flow.precision],
-        "encoder": [placement.encoder.engine, placement.encoder.precision],
-        "precision": placement.precision,
-        "graph": f"2d{plan.decoder.layout}" if made else placement.decoder_graph,
-        "windowing": windowing.__dict__,
-        "describe": placement.describe(),
+        "decoder": [decoder.engine, decoder.precision],
+        "flow": [flow.engine, flow.precision],
+        "encoder": [plan.encoder.engine, plan.encoder.precision],
+        "precision": decoder.precision,
+        "graph": f"2d{plan.decoder.layout}"
+        if plan.decoder_graph
+        else DECODER_GRAPHS[decoder.precision],
+        "windowing": plan.windowing.__dict__,
+        "describe": f"decoder {decoder.precision} on {decoder.engine}{moved}",
     }
     return out
 

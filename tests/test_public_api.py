@@ -29,8 +29,8 @@ def test_tts_surface(engine: TTS) -> None:
         "speakers", "unload", "update_words", "words",
     }  # fmt: skip
     assert {k for k in vars(engine) if not k.startswith("_")} == {
-        "backend_name", "bert_precision", "cache_dir", "decoder_precision", "device", "limits",
-        "measure_plan", "memory_budget_mb", "offline", "reading", "threads",
+        "backend_name", "bert_precision", "cache_dir", "device", "limits", "offline",
+        "plan_request", "reading", "threads",
     }  # fmt: skip
 
 

@@ -24,6 +24,7 @@ from yomiage.runtime.chunking import (
 from yomiage.runtime.engines.onnx_session import session_options
 from yomiage.runtime.engines.sessions import OrtGraph
 from yomiage.runtime.onnx_backend import OnnxBackend
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
 from yomiage.runtime.voice import encode
 from yomiage.sbv2.config import ModelHyperparameters
@@ -196,7 +197,7 @@ def test_an_engine_that_keeps_shapes_gets_one_set_of_trims_per_length(
 ) -> None:
     """Balanced trims: one set of stage sizes per window length, whatever text and
     window schedule; the samples those windows make are the whole decode's."""
-    backend = OnnxBackend(test_voice / "bert", threads=2, decoder_precision="fp32",
+    backend = OnnxBackend(test_voice / "bert", threads=2, plan_request=PlanRequest("fp32"),
                           openvino=False)  # fmt: skip
     voice = backend.load_voice(test_voice)
     voice.decoder = _FewShapes(voice.decoder)

@@ -103,7 +103,7 @@ say "rows done"
 # the plan each cache chose, and its alternatives (read from the cache: no new measuring)
 YOMIAGE_CACHE=/tmp/zc-default timeout "$(left)" taskset -c $C_A "$W/ypy" -m yomiage bench --model "$BUNDLE" --threads 2 --quick --repeat 1 \
   > "$OUT/plan_default.txt" 2>&1 &
-YOMIAGE_CACHE=/tmp/zc-b1400 timeout "$(left)" taskset -c $C_E "$W/ypy" -m yomiage bench --model "$BUNDLE" --threads 2 --quick --repeat 1 --memory-budget 1400 \
+YOMIAGE_CACHE=/tmp/zc-b1400 timeout "$(left)" taskset -c $C_E "$W/ypy" -m yomiage bench --model "$BUNDLE" --threads 2 --quick --repeat 1 --memory-budget-mb 1400 \
   > "$OUT/plan_b1400.txt" 2>&1 &
 wait
 say "plans printed"

@@ -26,8 +26,7 @@ from yomiage.errors import ModelLoadError, NotPreparedError, VoiceNotLoadedError
 from yomiage.limits import Limits
 from yomiage.runtime.engines.cpu import physical_cores
 from yomiage.runtime.engines.memory import release_free_memory
-from yomiage.runtime.engines.placement import check_decoder_precision
-from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
 from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import lookup
 from yomiage.speaker import Speaker
@@ -67,17 +66,18 @@ class TTS:
     On CPU, SBV2 folders are converted to ONNX once (needs ``yomiage[torch]``)
     and kept in the cache. ``threads`` sets intra-op threads (default:
     physical cores, or one per logical CPU for a voice whose plan measured that
-    faster). ``decoder_precision`` picks the decoder's arithmetic:
-    ``"auto"`` (bfloat16 on OpenVINO where the CPU computes it natively, about
-    2x faster at ~40 dB SNR against float32; float32 elsewhere), ``"fp32"``,
-    ``"bf16"`` or ``"int8"`` (the opt-in int8 decoder of bundles converted with
-    ``--decoder int8``; its error is recorded in the bundle's ``voice.json``).
-    Within that, how each voice runs (engine, precision and window lengths of its
-    decoder) is the fastest plan whose peak memory fits ``memory_budget_mb`` (one
-    voice with its BERT; default 1,000 MB), measured once per CPU model, voice size
-    and engine versions and kept in the cache (about 3 min the first time on 2 cores, logged);
+    faster). How each voice runs (engine, precision and window lengths of its
+    decoder, threads) is its plan (:class:`~yomiage.runtime.plan.Plan`, shown by
+    ``Speaker.plan`` and ``yomiage bench``): ``decoder_precision="auto"`` takes the
+    fastest plan measured on this machine whose peak memory fits
+    ``memory_budget_mb`` (one voice with its BERT; default 1,000 MB) and is never
+    slower than float32 on ONNX Runtime; ``"fp32"``, ``"bf16"`` (OpenVINO) or
+    ``"int8"`` (the opt-in int8 decoder of bundles converted with ``--decoder
+    int8``; its error is recorded in the bundle's ``voice.json``) fix the decoder's
+    arithmetic and choose the rest. The plan is measured once per CPU model, voice
+    size and engine versions and kept in the cache (minutes the first time, logged);
     ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) takes a fixed plan
-    instead (:mod:`yomiage.runtime.plan.planner`).
+    instead. ``docs/performance.md`` explains how to choose a budget.
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     ``reading``: ``"natural"`` (default) or ``"sbv2"``, exactly the reading SBV2
@@ -120,19 +120,12 @@ class TTS:
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int)
                                     or threads < 1):  # fmt: skip
             raise ValueError(f"threads must be a positive integer, not {threads!r}")
-        check_decoder_precision(decoder_precision)
+        # What each voice's plan is asked for, checked here once (ValueError).
+        self.plan_request = PlanRequest(decoder_precision, memory_budget_mb, measure_plan)
         if decoder_precision in ("bf16", "int8") and backend != "onnx":
             raise ValueError(
                 f"decoder_precision={decoder_precision!r} exists on the CPU backend only"
             )
-        if (isinstance(memory_budget_mb, bool) or not isinstance(memory_budget_mb, int)
-                or memory_budget_mb < 100):  # fmt: skip
-            raise ValueError(
-                f"memory_budget_mb must be an integer of at least 100, not {memory_budget_mb!r}"
-            )
-        self.decoder_precision = decoder_precision
-        self.memory_budget_mb = memory_budget_mb
-        self.measure_plan = measure_plan
         self.backend_name = backend
         self.bert_precision = bert_precision
         self.threads = threads
@@ -350,13 +343,11 @@ class TTS:
                 precision=self.bert_precision,
                 threads=self.threads,
                 tokenizer_dir=tokenizer_dir,
-                decoder_precision=self.decoder_precision,
+                plan_request=self.plan_request,
                 verified_dir=self._artifacts.cache.root / "verified",
                 compiled_dir=self._artifacts.cache.root / COMPILED_DIR,
-                memory_budget_mb=self.memory_budget_mb,
                 plans_dir=self._artifacts.cache.root / "plans",
                 layouts_dir=self._artifacts.cache.root / LAYOUTS_DIR,
-                measure_plan=self.measure_plan,
             )
         try:
             from yomiage.runtime.torch_backend import TorchBackend

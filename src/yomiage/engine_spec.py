@@ -18,8 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yomiage.limits import Limits
-from yomiage.runtime.engines.placement import DECODER_PRECISIONS
-from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.request import (
+    DECODER_PRECISIONS,
+    DEFAULT_MEMORY_BUDGET_MB,
+    MIN_MEMORY_BUDGET_MB,
+)
 from yomiage.settings import check, setting
 from yomiage.text.openjtalk import DEFAULT_READING, READINGS
 
@@ -54,15 +57,16 @@ class EngineSpec:
     )  # fmt: skip
     decoder_precision: str = setting(
         "auto", "--decoder",
-        "decoder precision on CPU: auto (bf16 where the CPU has it natively, else fp32), fp32, "
-        "bf16, or int8 (needs a bundle converted with --decoder int8); default %(default)s",
+        "decoder precision on CPU: auto (the fastest plan measured within --memory-budget-mb), "
+        "fp32, bf16 (OpenVINO), or int8 (needs a bundle converted with --decoder int8); "
+        "default %(default)s",
         choices=DECODER_PRECISIONS,
     )  # fmt: skip
     memory_budget_mb: int = setting(
-        DEFAULT_MEMORY_BUDGET_MB, "--memory-budget",
+        DEFAULT_MEMORY_BUDGET_MB, "--memory-budget-mb",
         "peak memory (MB) one voice with its BERT may hold: the fastest plan measured on this "
         "CPU within it is chosen (default %(default)s)",
-        metavar="MB", ge=100, kind=int,
+        metavar="MB", ge=MIN_MEMORY_BUDGET_MB, kind=int, formerly=("--memory-budget",),
     )  # fmt: skip
     cache_dir: str | None = setting(
         None, "--cache-dir", "cache root (default: $YOMIAGE_CACHE)", metavar="DIR"

@@ -47,6 +47,8 @@ class Setting:
     "no limit" is a server's 900 s). ``env``: the environment variable the
     flag defaults to. ``repeat``: the flag repeats, each one an item.
     ``kind``: the flag's type where its default does not show it (a None).
+    ``formerly``: the flag's earlier names, still taken (their dests too, as the Ray
+    app's arguments) with a warning that names the new one.
     """
 
     flag: str
@@ -62,11 +64,17 @@ class Setting:
     env: str | None = None
     repeat: bool = False
     kind: type | None = None
+    formerly: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
         """The flag's argparse dest, which is also the Ray app's argument name."""
-        return self.flag.removeprefix("--").replace("-", "_")
+        return _dest(self.flag)
+
+    @property
+    def former_dests(self) -> tuple[str, ...]:
+        """The dests (the Ray app's argument names) of the flag's earlier names."""
+        return tuple(_dest(flag) for flag in self.formerly)
 
     @property
     def switch_off(self) -> bool:
@@ -103,17 +111,35 @@ def setting(
     repeat: bool = False,
     kind: type | None = None,
     factory: Callable[[], T] | None = None,
+    formerly: tuple[str, ...] = (),
 ) -> T:
     """A dataclass field with its default and how it is set from outside (:class:`Setting`
     explains each; ``factory`` instead of ``default`` where the default is mutable)."""
     how = Setting(
         flag, help, metavar=metavar, choices=choices, parse=parse, scale=scale, ge=ge, gt=gt,
-        le=le, flag_default=flag_default, env=env, repeat=repeat, kind=kind,
+        le=le, flag_default=flag_default, env=env, repeat=repeat, kind=kind, formerly=formerly,
     )  # fmt: skip
     metadata = {_KEY: how}
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
+
+
+def _dest(flag: str) -> str:
+    return flag.removeprefix("--").replace("-", "_")
+
+
+def renamed(owners: Iterable[type], values: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``values`` (a Ray app's arguments, by dest) with each earlier name of a setting
+    of ``owners`` put under its name now, and a warning for each one renamed."""
+    out, said = dict(values), []
+    for owner in owners:
+        for how in declared(owner).values():
+            for old in how.former_dests:
+                if old in out and how.dest not in out:
+                    out[how.dest] = out.pop(old)
+                    said.append(f"{old} is now called {how.dest}; {old} will be refused later")
+    return out, said
 
 
 def declared(owner: type) -> dict[str, Setting]:

@@ -69,7 +69,7 @@ class Speaker:
         self.credits = info.credits
         # The plan its graphs run by (CPU bundles; None for other voices): engine,
         # precision and windows of the decoder, and why (yomiage.runtime.plan).
-        self.plan = getattr(voice, "plan", None)
+        self.plan = voice.plan
         self._voice = voice
         self._pipeline = pipeline
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from yomiage.cli.engine_options import add_engine_arguments, engine_spec
 from yomiage.errors import YomiageError
-from yomiage.runtime.engines.placement import DECODER_PRECISIONS
+from yomiage.runtime.plan.request import DECODER_PRECISIONS
 
 if TYPE_CHECKING:
     from yomiage.cli.bench_plans import Configuration

@@ -34,7 +34,7 @@ class Configuration:
     plan_peak_mb: float | None = None
     plan_options: tuple[dict[str, Any], ...] = ()
     plan_threads: tuple[tuple[int, float], ...] = ()
-    plan_budget_mb: int | None = None
+    memory_budget_mb: int | None = None
     plan_reference_frames: tuple[int, ...] = ()
     load: LoadReading = field(default_factory=lambda: LoadReading(None, None))
 
@@ -54,7 +54,7 @@ class Configuration:
             plan_peak_mb=loaded.get("plan_peak_mb"),
             plan_options=tuple(loaded.get("plan_options", ())),
             plan_threads=tuple((int(n), float(ms)) for n, ms in loaded.get("plan_threads", ())),
-            plan_budget_mb=loaded.get("plan_budget_mb"),
+            memory_budget_mb=loaded.get("memory_budget_mb"),
             plan_reference_frames=tuple(loaded.get("plan_reference_frames", ())),
             load=load,
         )
@@ -68,10 +68,10 @@ class Configuration:
 
     @property
     def faster_over_budget(self) -> list[dict[str, Any]]:
-        """What a larger ``--memory-budget`` would buy over this plan (none without one)."""
-        if self.plan_budget_mb is None:
+        """What a larger ``--memory-budget-mb`` would buy over this plan (none without one)."""
+        if self.memory_budget_mb is None:
             return []
-        return faster_over_budget(list(self.plan_options), self.plan_budget_mb)
+        return faster_over_budget(list(self.plan_options), self.memory_budget_mb)
 
     @property
     def runs(self) -> str:

@@ -216,7 +216,7 @@ FASTER_WORTH = 1.1
 
 
 def faster_over_budget(options: list[dict[str, Any]], budget_mb: int) -> list[dict[str, Any]]:
-    """What a larger ``--memory-budget`` would buy, from the options the plan was chosen
+    """What a larger ``--memory-budget-mb`` would buy, from the options the plan was chosen
     among (the chosen first): the cheapest faster option and the fastest, each with the
     budget that admits it. A budget is a trade the user makes on purpose (a machine with
     AMX decodes bfloat16 several times faster, for hundreds of MB more), so bench says
@@ -244,7 +244,7 @@ def faster_over_budget(options: list[dict[str, Any]], budget_mb: int) -> list[di
 def faster_over_budget_lines(offers: list[dict[str, Any]]) -> list[str]:
     """:func:`faster_over_budget`'s offers as lines under the plan's table."""
     return [
-        f"  a larger budget decodes faster: --memory-budget {o['memory_budget_mb']} runs "
+        f"  a larger budget decodes faster: --memory-budget-mb {o['memory_budget_mb']} runs "
         f"{o['decoder']} ({o['decoding_speedup']:.1f}x the decoding speed, ~{o['peak_mb']} MB peak)"
         for o in offers
     ]

@@ -115,7 +115,7 @@ def plan_event(speaker: Speaker) -> dict[str, Any]:
     flow = f", flow {plan.flow}" if plan.flow != ORT_FP32 else ""
     return {"plan": plan.describe(), "plan_decoder": f"{plan.decoder}{flow}",
             "plan_peak_mb": plan.peak_mb, "plan_options": options, "plan_threads": threads,
-            "plan_budget_mb": plan.budget_mb,
+            "memory_budget_mb": plan.request.memory_budget_mb,
             "plan_reference_frames": list(REFERENCE_SENTENCE_FRAMES)}  # fmt: skip
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+from collections.abc import Sequence
 from typing import Any
 
 from yomiage.settings import declaration, flag_default
@@ -46,4 +48,28 @@ def add_flag(parser: ArgumentParent, owner: type, name: str, **override: Any) ->
         if how.metavar is not None:
             options["metavar"] = how.metavar
     options.update(override)
-    return parser.add_argument(how.flag, **options)
+    action = parser.add_argument(how.flag, **options)
+    for old in how.formerly:  # taken still, unlisted, with a word about the new name
+        kept = {k: v for k, v in options.items() if k in ("type", "choices", "metavar")}
+        parser.add_argument(old, dest=action.dest, help=argparse.SUPPRESS, action=_Renamed,
+                            new_flag=how.flag, default=argparse.SUPPRESS, **kept)  # fmt: skip
+    return action
+
+
+class _Renamed(argparse.Action):
+    """A flag's earlier name: stores its value under the flag's dest and says the new name."""
+
+    def __init__(self, *args: Any, new_flag: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.new_flag = new_flag
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        print(f"yomiage: {option_string} is now {self.new_flag}; the old name will go",
+              file=sys.stderr)  # fmt: skip
+        setattr(namespace, self.dest, values)

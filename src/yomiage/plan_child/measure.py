@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.lifeline import die_with_parent_from_environment
-from yomiage.runtime.plan.measure import MEASURE_ENV, REFUSED, MeasureError
+from yomiage.runtime.plan.measure import REFUSED, MeasureError
+from yomiage.runtime.plan.request import MEASURE_ENV
 
 # A request as long as a paragraph (about 40 s of speech in 9 sentences, one of them
 # over 10 s): what the floor is measured on.
@@ -170,7 +171,7 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.plan.choose import FIRST_WINDOW_CHOICES
 
-    backend = _backend(args, decoder_precision="fp32", openvino=False)
+    backend = _backend(args, "fp32", openvino=False)
     voice = backend.load_voice(Path(args["bundle"]))
     if not isinstance(voice, BundleVoice):
         raise MeasureError("only yomiage bundles have a plan to measure")
@@ -185,8 +186,7 @@ def _floor(args: dict[str, Any]) -> dict[str, Any]:
     for window in sorted(args["ort_windows"]):
         # The whole paragraph, then a stream from the smallest first window: the
         # arena's peak depends on the sequence of shapes it met, and one long
-        # sentence alone under-predicted an 8-sentence text by 85 MB (Zen 3: 851
-        # predicted, 936 measured in ../shared/peers/compare.sh).
+        # sentence alone under-predicted an 8-sentence text by 85 MB.
         first = min(FIRST_WINDOW_CHOICES)
         voice.windowing = Windowing(window_frames=window, first_window_frames=first)
         with_decoder[window] = _whole_peak(speaker)
@@ -200,18 +200,17 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     text and a stream of its long sentence in each window size of
     ``args["windows"]``, smallest first (OpenVINO keeps every length, so each peak
     is that of the schedule up to it); last, the flow timed."""
-    from dataclasses import replace
-
     from yomiage.runtime.chunking import Windowing
-    from yomiage.runtime.engines.placement import OPENVINO_BF16, Placement, voice_placement
+    from yomiage.runtime.engines.placement import OPENVINO_BF16, Placement
     from yomiage.runtime.onnx_voice import BundleVoice
+    from yomiage.runtime.plan.measure import flow_plan
     from yomiage.runtime.plan.schedules import openvino_first_window
 
     flow = Placement.parse(*args["flow"])
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
-    backend = _backend(args, decoder_precision="bf16", compiled_dir=compiled)
-    placement = replace(voice_placement("bf16", openvino=True), flow=flow)
-    voice = BundleVoice(Path(args["bundle"]), backend.sessions, placement)
+    backend = _backend(args, "bf16", compiled_dir=compiled)
+    plan = flow_plan(flow, args["threads"])
+    voice = BundleVoice(Path(args["bundle"]), backend.sessions, plan)
     if (voice.flow.placement, voice.decoder.placement) != (flow, OPENVINO_BF16):
         raise MeasureError(f"the flow or the decoder does not run on OpenVINO here ({flow})")
     voice.warm_flow()
@@ -259,16 +258,17 @@ def _cache_key(args: dict[str, Any]) -> str | None:
     return manifest.files.get("decoder.onnx")
 
 
-def _backend(args: dict[str, Any], **options: Any) -> Any:
+def _backend(args: dict[str, Any], decoder_precision: str, **options: Any) -> Any:
     """The job's BERT on a backend that measures no plan of its own."""
     from yomiage.runtime.onnx_backend import OnnxBackend
+    from yomiage.runtime.plan.request import PlanRequest
 
     return OnnxBackend(
         Path(args["bert"]),
         precision=args["bert_precision"],
         threads=args["threads"],
         tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
-        measure_plan=False,
+        plan_request=PlanRequest(decoder_precision, measure_plan=False),
         **options,
     )
 

@@ -10,6 +10,7 @@ the arguments become the same :class:`~yomiage.EngineSpec` and
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from typing import Any
@@ -19,7 +20,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 from yomiage.engine_spec import EngineSpec, parse_voices
 from yomiage.limits import Limits
 from yomiage.server.config import ServerConfig, alias_map
-from yomiage.settings import declaration, field_default, flag_default, from_flags, one_of
+from yomiage.settings import (
+    declaration,
+    field_default,
+    flag_default,
+    from_flags,
+    one_of,
+    renamed,
+)
+
+log = logging.getLogger(__name__)
 
 # How long Serve waits for a replica's own health check before replacing it.
 HEALTH_CHECK_PERIOD_S = 10.0
@@ -73,7 +83,7 @@ class AppArgs(BaseModel):
     threads: int = argument(EngineSpec, "threads", default=1, le=256)
     quantize: str = argument(EngineSpec, "bert_precision")
     decoder: str = argument(EngineSpec, "decoder_precision")
-    memory_budget: int = argument(EngineSpec, "memory_budget_mb")
+    memory_budget_mb: int = argument(EngineSpec, "memory_budget_mb")
     reading: str = argument(EngineSpec, "reading")
     cache_dir: str | None = argument(EngineSpec, "cache_dir")
     offline: bool = argument(EngineSpec, "offline")
@@ -102,6 +112,17 @@ class AppArgs(BaseModel):
     _split = field_validator("voice", "model", "allowed_host", "cors_origin", "api", mode="before")(
         _listed
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _former_names(cls, values: Any) -> Any:
+        """An argument under its earlier name (``memory_budget``) is taken, with a warning."""
+        if not isinstance(values, Mapping):
+            return values
+        out, said = renamed((EngineSpec, ServerConfig), values)
+        for line in said:
+            log.warning("yomiage.ray: %s", line)
+        return out
 
     @field_validator("voice_alias", mode="before")
     @classmethod

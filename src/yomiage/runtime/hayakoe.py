@@ -35,6 +35,8 @@ class HayakoeVoice(SentenceVoice):
     """A HayaKoe ONNX speaker folder: its one graph makes a sentence's audio as it
     encodes it, so decoding only hands that audio on."""
 
+    plan = None  # one graph on ONNX Runtime float32: nothing to plan
+
     def __init__(self, folder: Path, sessions: Sessions) -> None:
         config = load_config(folder / "config.json")
         self.info = VoiceInfo(

@@ -20,17 +20,15 @@ import numpy.typing as npt
 from yomiage.bert.features import join_token_rows
 from yomiage.errors import ModelLoadError
 from yomiage.runtime.bundle import read_manifest
-from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.decoder_layouts import DecoderLayouts
 from yomiage.runtime.engines.onnx_session import session_options
-from yomiage.runtime.engines.placement import check_decoder_precision, resolve_decoder_precision
 from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_voice import BundleVoice
 from yomiage.runtime.plan.planner import BertGraph, Planner
-from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import Plan
 from yomiage.text.g2p import Phonemes
@@ -53,32 +51,26 @@ class OnnxBackend:
         precision: str = "q8",
         threads: int | None = None,
         tokenizer_dir: Path | str | None = None,
-        windowing: Windowing | None = None,
-        decoder_precision: str = "auto",
+        plan_request: PlanRequest | None = None,
         verified_dir: Path | None = None,
         compiled_dir: Path | None = None,
         openvino: bool | None = None,
-        memory_budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
         plans_dir: Path | None = None,
         layouts_dir: Path | None = None,
-        measure_plan: bool | None = None,
     ) -> None:
-        """``decoder_precision``: ``auto`` (bf16 on OpenVINO where the CPU has native
-        bfloat16, else fp32), ``fp32``, ``bf16`` or ``int8`` (the opt-in int8 decoder of
-        bundles that have one). Bundles are checked against their recorded sha256 as
-        they load; ``verified_dir`` remembers which files were
-        (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's compiled
-        graphs (:class:`~yomiage.runtime.engines.sessions.Sessions`); ``openvino=False`` runs every
-        graph on ONNX Runtime. Each bundle runs by the plan :class:`Planner` chooses
-        for it within ``memory_budget_mb`` (measured once per CPU and kept in
-        ``plans_dir``; ``measure_plan=False`` takes the fallback; ``layouts_dir`` keeps
-        decoders made in the layout a plan chose); ``windowing``, when given, replaces
-        the plan's decoder windows."""
-        self.decoder_precision = check_decoder_precision(decoder_precision)
+        """Each bundle runs by the plan :class:`Planner` makes for it from
+        ``plan_request`` (the decoder precision, the memory budget, measuring, the
+        windows: :class:`~yomiage.runtime.plan.request.PlanRequest`; None: the
+        defaults), measured once per CPU and kept in ``plans_dir``; ``layouts_dir``
+        keeps decoders made in the layout a plan chose. Bundles are checked against
+        their recorded sha256 as they load; ``verified_dir`` remembers which files
+        were (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's
+        compiled graphs (:class:`~yomiage.runtime.engines.sessions.Sessions`);
+        ``openvino=False`` runs every graph on ONNX Runtime."""
+        self.plan_request = plan_request if plan_request is not None else PlanRequest()
         self.verified_dir = verified_dir
         self.sessions = Sessions(threads, cache_dir=compiled_dir, openvino=openvino)
         self.options = self.sessions.ort_options
-        self.windowing = windowing
         self.bert = OnnxBert(
             Path(bert_dir),
             self.sessions,
@@ -94,21 +86,14 @@ class OnnxBackend:
                 Path(tokenizer_dir) if tokenizer_dir is not None else None,
                 precision,
             ),
-            decoder_precision=self.decoder_precision,
-            budget_mb=memory_budget_mb,
+            self.plan_request,
             store=PlanStore(plans_dir) if plans_dir is not None else None,
-            measure_plan=measure_plan,
             compiled_dir=compiled_dir,
             layouts=DecoderLayouts(layouts_dir) if layouts_dir is not None else None,
         )
 
     def plan(self, folder: Path) -> Plan:
         """The plan a bundle in ``folder`` runs by (may measure, once per CPU)."""
-        if self.decoder_precision == "bf16":  # raises without OpenVINO, warns if emulated
-            has = self.sessions.has_openvino
-            resolve_decoder_precision(
-                "bf16", openvino=has, native_bf16=has and self.sessions.native_bf16
-            )
         return self.planner.plan_for(read_manifest(folder))
 
     def load_voice(self, folder: Path | str) -> OnnxVoice:
@@ -116,9 +101,10 @@ class OnnxBackend:
         folder = Path(folder)
         voice: OnnxVoice
         if detect_layout(folder) is VoiceLayout.HAYAKOE:
-            if self.decoder_precision in ("bf16", "int8"):
+            precision = self.plan_request.decoder_precision
+            if precision in ("bf16", "int8"):
                 raise ModelLoadError(
-                    f"{folder}: decoder_precision={self.decoder_precision!r} needs a bundle "
+                    f"{folder}: decoder_precision={precision!r} needs a bundle "
                     "from `yomiage convert`, not a HayaKoe export (one graph, float32)"
                 )
             voice = HayakoeVoice(folder, self.sessions)
@@ -132,30 +118,18 @@ class OnnxBackend:
         return voice
 
     def _load_bundle(self, folder: Path) -> BundleVoice:
-        manifest = read_manifest(folder)
-        plan, decoder = self.planner.decoder_graph(manifest, self.plan(folder))
+        plan = self.plan(folder)
         try:
-            return self._bundle_voice(folder, plan, decoder)
+            return BundleVoice(folder, self.sessions, plan, verified_dir=self.verified_dir)
         except ModelLoadError as exc:
-            own = manifest.file("decoder.onnx")
-            if decoder == own or str(decoder) not in str(exc):
+            made = plan.decoder_graph
+            if made is None or str(made) not in str(exc):
                 raise
             # The decoder made in the plan's layout no longer loads (its files in the
             # cache damaged since): the bundle's own serves now, the next load makes it again.
             log.warning("%s; it is removed and the bundle's own decoder runs", exc)
-            self.planner.forget_layout(decoder)
-            return self._bundle_voice(folder, plan.in_bundle_layout(), own)
-
-    def _bundle_voice(self, folder: Path, plan: Plan, decoder: Path) -> BundleVoice:
-        return BundleVoice(
-            folder,
-            self.sessions,
-            plan.placement(plan.decoder.precision, automatic=self.decoder_precision == "auto"),
-            windowing=self.windowing or plan.windowing,
-            verified_dir=self.verified_dir,
-            plan=plan,
-            decoder_graph=decoder,
-        )
+            plan = self.planner.without_layout(plan)
+            return BundleVoice(folder, self.sessions, plan, verified_dir=self.verified_dir)
 
     def new_rng(self, seed: int | None) -> np.random.Generator:
         return np.random.default_rng(seed)

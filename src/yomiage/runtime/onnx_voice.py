@@ -10,6 +10,7 @@ by the generator's receptive field that grow from a small first one
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,16 +23,15 @@ import numpy.typing as npt
 from yomiage.bert.features import expand_to_phones
 from yomiage.errors import ModelLoadError
 from yomiage.options import SynthesisOptions
-from yomiage.runtime.bundle import VoiceManifest, read_manifest
+from yomiage.runtime.bundle import DECODER_GRAPHS, VoiceManifest, read_manifest
 from yomiage.runtime.chunking import (
     Window,
-    Windowing,
     fixed_windows,
     window_lengths,
     windows,
 )
 from yomiage.runtime.engines.memory import release_free_memory
-from yomiage.runtime.engines.placement import DECODER_GRAPHS, VoicePlacement, graph_bytes
+from yomiage.runtime.engines.placement import ORT_FP32, Placement
 from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import (
     FLOW_BUCKETS,
@@ -40,13 +40,15 @@ from yomiage.runtime.flow_lengths import (
     padded_span,
 )
 from yomiage.runtime.integrity import used_files, verify_files
-from yomiage.runtime.plan.value import Plan
+from yomiage.runtime.plan import Plan
 from yomiage.runtime.stage_trims import TRIM_INPUT, StageTrims
 from yomiage.runtime.voice import EncodedSentence, VoiceCredits, VoiceInfo
 from yomiage.runtime.voice_steps import WindowedVoice
 from yomiage.sbv2.styles import StyleTable, load_styles
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import ModelInputs, to_model_inputs
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -81,53 +83,42 @@ class BundleVoice(WindowedVoice):
     """A bundle from ``yomiage convert``: durations first, audio window by window."""
 
     def __init__(
-        self,
-        folder: Path,
-        sessions: Sessions,
-        placement: VoicePlacement,
-        *,
-        windowing: Windowing | None = None,
-        verified_dir: Path | None = None,
-        plan: Plan | None = None,
-        decoder_graph: Path | None = None,
+        self, folder: Path, sessions: Sessions, plan: Plan, *, verified_dir: Path | None = None
     ) -> None:
-        """``verified_dir``: where to remember files already checked (see
-        :mod:`yomiage.runtime.integrity`); every file read is checked either way.
-        ``plan``: the plan ``placement``, ``windowing`` and the graphs' thread count
-        came from (shown by ``yomiage bench`` and logs). ``decoder_graph``: the
-        bundle's ``decoder.onnx`` in the layout the plan chose, made from it
-        (:mod:`yomiage.runtime.decoder_layouts`); not for the int8 decoder."""
+        """The bundle in ``folder`` as ``plan`` runs it (:class:`~yomiage.runtime.plan.Plan`:
+        each graph's engine and precision, the decoder's graph file and windows, the
+        threads). ``verified_dir``: where to remember files already checked (see
+        :mod:`yomiage.runtime.integrity`); every file read is checked either way."""
         m: VoiceManifest = read_manifest(folder)
-        decoder = placement.decoder_graph
-        if not m.file(decoder).is_file():
+        own = DECODER_GRAPHS[plan.decoder.precision]
+        if not m.file(own).is_file():
             raise ModelLoadError(
-                f"{folder} has no {decoder}: convert the voice with "
+                f"{folder} has no {own}: convert the voice with "
                 f"`yomiage convert ... --decoder int8` for decoder_precision='int8'"
             )
         verify_files(
-            folder, m.files, used_files(m.files, decoder, DECODER_GRAPHS.values()), verified_dir
+            folder, m.files, used_files(m.files, own, DECODER_GRAPHS.values()), verified_dir
         )
         self.manifest = m
         self.plan = plan
-        self.windowing = windowing or Windowing()
-        placement = placement.sized(graph_bytes(m.file(decoder)))  # small: ONNX Runtime
-        threads = plan.threads if plan is not None else None
-        self.encoder = sessions.open(m.file("encoder.onnx"), placement.encoder, threads=threads)
-        # No compiled-graph cache for the flow: loading its 158 MB blob back peaked at
-        # +376 MB, compiling it at +229 (Zen 5), for 0.35 s saved.
-        self.flow = sessions.open(m.file("flow.onnx"), placement.flow, threads=threads,
+        self.windowing = plan.windowing
+        threads = plan.threads
+        self.encoder = sessions.open(m.file("encoder.onnx"), plan.encoder, threads=threads)
+        # No compiled-graph cache for the flow: loading its compiled blob back peaked
+        # higher than compiling it, for a fraction of a second saved.
+        self.flow = sessions.open(m.file("flow.onnx"), plan.flow, threads=threads,
                                   frame_mask=True)  # fmt: skip
-        graph = m.file(decoder)
-        if decoder_graph is not None and decoder == "decoder.onnx":
-            graph = decoder_graph
-        sha256 = m.files.get(decoder) if graph == m.file(decoder) else None
-        self.decoder = sessions.open(graph, placement.decoder, sha256=sha256, threads=threads)
-        # What actually runs: OpenVINO may have been missing or refused a graph.
-        self.placement = placement.running(self.decoder.placement, self.flow.placement)
-        runtime = self.placement.describe()
-        if threads is not None and threads != sessions.threads:  # the plan measured another
+        graph = plan.decoder_file(m)
+        sha256 = m.files.get(own) if graph == m.file(own) else None
+        self.decoder = sessions.open(graph, plan.decoder.placement, sha256=sha256, threads=threads)
+        runtime = _runtime(self.decoder.placement, self.flow.placement)
+        if (self.decoder.placement, self.flow.placement) != (plan.decoder.placement, plan.flow):
+            # OpenVINO missing, or refusing a graph: ONNX Runtime float32 runs it instead.
+            log.warning("voice %s runs %s, not the plan's %s", m.name, runtime,
+                        _runtime(plan.decoder.placement, plan.flow))  # fmt: skip
+        if threads != sessions.threads:  # the plan measured another count faster
             runtime += f", {threads} thread{'s' * (threads != 1)} (measured)"
-        if graph != m.file(decoder) and plan is not None and plan.decoder.layout:
+        if plan.decoder_graph is not None and plan.decoder.layout:
             runtime += f", decoder 2-D from {plan.decoder.layout} channels (measured)"
         self.info = VoiceInfo(
             sample_rate=m.sampling_rate,
@@ -314,6 +305,12 @@ class BundleVoice(WindowedVoice):
             yield
         finally:
             release_free_memory()
+
+
+def _runtime(decoder: Placement, flow: Placement) -> str:
+    """What decodes a voice, for people (logs, ``/v1/voices``)."""
+    moved = f", flow {flow.precision} on {flow.engine}" if flow != ORT_FP32 else ""
+    return f"decoder {decoder.precision} on {decoder.engine}{moved}"
 
 
 def _credits(aivm: Mapping[str, Any] | None) -> VoiceCredits | None:

@@ -108,6 +108,8 @@ class PyTorchVoice(WindowedVoice):
     """Our JP-Extra model of one SBV2 folder. Everything runs in float32: the SDP's
     spline and the flow break in half precision (spec §11)."""
 
+    plan = None  # PyTorch runs it as it is: no plan
+
     def __init__(self, loaded: TorchVoice, device: torch.device) -> None:
         c = loaded.config
         self.loaded = loaded

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -21,6 +21,9 @@ from yomiage.errors import OptionError
 from yomiage.options import SynthesisOptions
 from yomiage.text.g2p import Phonemes
 from yomiage.text.symbols import ModelInputs
+
+if TYPE_CHECKING:
+    from yomiage.runtime.plan import Plan
 
 
 @dataclass(frozen=True)
@@ -106,6 +109,12 @@ class Voice(Protocol):
 
     @property
     def info(self) -> VoiceInfo: ...
+
+    @property
+    def plan(self) -> Plan | None:
+        """The plan its graphs run by (a CPU bundle's: engine, precision and windows of
+        its decoder, and why; :mod:`yomiage.runtime.plan`), None for a voice without one."""
+        ...
 
     def encode(
         self,

@@ -32,13 +32,9 @@ Which graph goes where, and why (the figures per CPU family are in
 from __future__ import annotations
 
 import importlib.metadata
-import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Literal, cast
-
-log = logging.getLogger(__name__)
 
 Engine = Literal["onnxruntime", "openvino"]
 Precision = Literal["fp32", "bf16", "int8"]
@@ -115,99 +111,3 @@ ORT_FP32 = Placement(ONNXRUNTIME.name, "fp32")
 ORT_INT8 = Placement(ONNXRUNTIME.name, "int8")
 OPENVINO_FP32 = Placement(OPENVINO.name, "fp32")
 OPENVINO_BF16 = Placement(OPENVINO.name, "bf16")
-
-DECODER_PRECISIONS = ("auto", "fp32", "bf16", "int8")
-# The decoder graph each precision loads. int8: opt-in, about 2x faster decoding on
-# ONNX Runtime at ~27 dB SNR against float32 (yomiage.export.decoder_int8).
-DECODER_GRAPHS = {"fp32": "decoder.onnx", "bf16": "decoder.onnx", "int8": "decoder_int8.onnx"}
-# Decoders with fewer bytes of weights than this stay on ONNX Runtime under ``auto``
-# (see the module docstring): 1 M float32 parameters, between the tiny voice's
-# 0.06 M (OpenVINO slower) and a full-size SBV2 decoder's 14.6 M (OpenVINO ~2x faster).
-OPENVINO_MIN_DECODER_BYTES = 4_000_000
-
-
-@dataclass(frozen=True)
-class VoicePlacement:
-    """Where each graph of a bundle runs; ``decoder_graph`` is the file the decoder loads."""
-
-    encoder: Placement
-    flow: Placement
-    decoder: Placement
-    decoder_graph: str
-    precision: str  # the decoder precision: fp32, bf16 or int8
-    automatic: bool = False  # chosen by ``auto``: a voice's size may still change it
-
-    def sized(self, decoder_bytes: int) -> VoicePlacement:
-        """This placement for a voice whose decoder has ``decoder_bytes`` of weights: a
-        decoder too small to gain from OpenVINO runs on ONNX Runtime in float32 when
-        the precision was chosen by ``auto`` (an explicit choice stands)."""
-        small = decoder_bytes < OPENVINO_MIN_DECODER_BYTES
-        if self.automatic and small and self.decoder.keeps_shapes:
-            return replace(self, decoder=ORT_FP32, precision="fp32")
-        return self
-
-    def running(self, decoder: Placement, flow: Placement | None = None) -> VoicePlacement:
-        """This placement with the decoder (and the flow) where they actually loaded
-        (OpenVINO may have refused one: then it runs on ONNX Runtime in float32)."""
-        flow = self.flow if flow is None else flow
-        if decoder == self.decoder and flow == self.flow:
-            return self
-        precision = self.precision
-        if decoder != self.decoder:
-            precision = "int8" if self.precision == "int8" else "fp32"
-        return replace(self, decoder=decoder, precision=precision, flow=flow)
-
-    def describe(self) -> str:
-        flow = (
-            f", flow {self.flow.precision} on {self.flow.engine}" if self.flow != ORT_FP32 else ""
-        )
-        return f"decoder {self.precision} on {self.decoder.engine}{flow}"
-
-
-def check_decoder_precision(requested: str) -> str:
-    """``requested`` if it names a decoder precision; ValueError listing them if not."""
-    if requested not in DECODER_PRECISIONS:
-        raise ValueError(
-            f"decoder_precision must be one of {', '.join(DECODER_PRECISIONS)}, not {requested!r}"
-        )
-    return requested
-
-
-def resolve_decoder_precision(requested: str, *, openvino: bool, native_bf16: bool) -> str:
-    """``requested`` with ``auto`` resolved: bf16 where OpenVINO runs and the CPU computes
-    bfloat16 natively (``native_bf16``), fp32 elsewhere. ValueError for bf16 without
-    OpenVINO; an explicit bf16 on a CPU that emulates it is honoured with a warning
-    (it is slower than fp32 there)."""
-    check_decoder_precision(requested)
-    native = openvino and native_bf16
-    if requested == "auto":
-        return "bf16" if openvino and native else "fp32"
-    if requested == "bf16":
-        if not openvino:
-            raise ValueError(
-                "decoder_precision='bf16' runs on OpenVINO, which is not available here "
-                "(not installed, or YOMIAGE_OPENVINO=0): pip install openvino, or use 'auto'"
-            )
-        if not native:
-            log.warning(
-                "this CPU has no native bfloat16 (AVX512_BF16, AMX or Arm BF16): "
-                "decoder_precision='bf16' is emulated and slower than 'fp32'"
-            )
-    return requested
-
-
-def voice_placement(precision: str, *, openvino: bool, automatic: bool = False) -> VoicePlacement:
-    """Where a bundle's graphs run for a resolved decoder ``precision`` (``automatic``:
-    resolved from ``auto``, so :meth:`VoicePlacement.sized` may move a small decoder)."""
-    graph = DECODER_GRAPHS[precision]
-    # int8: static QDQ graphs run best on ONNX Runtime; fp32: see the module docstring.
-    decoder = {"bf16": OPENVINO_BF16 if openvino else ORT_FP32, "int8": ORT_INT8}.get(
-        precision, ORT_FP32
-    )
-    return VoicePlacement(ORT_FP32, ORT_FP32, decoder, graph, precision, automatic)
-
-
-def graph_bytes(path: Path) -> int:
-    """Bytes of an ONNX graph with its external data (``<name>.onnx.data``): its weights,
-    4 bytes a float32 parameter, read from the file sizes without loading anything."""
-    return sum(p.stat().st_size for p in (path, path.with_name(path.name + ".data")) if p.is_file())

@@ -12,6 +12,7 @@ from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, fixed_windows,
 from yomiage.runtime.engines.cpu import THREADS_WORTH
 from yomiage.runtime.engines.placement import ORT_FP32
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.value import DecoderChoice, Plan, PlanOption
 
 # Sentence lengths (decoder frames, ~11.6 ms each at 44.1 kHz) a plan is judged on: a
@@ -124,18 +125,18 @@ def _over(peak: float, budget_mb: int) -> str | None:
 
 def choose_plan(
     measured: Measurements,
-    budget_mb: int,
+    request: PlanRequest,
     *,
     threads: int,
     basis: str,
     allowed: Iterable[DecoderChoice],
     frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
-    require_faster: bool = True,
     thread_choices: Iterable[int] | None = None,
 ) -> Plan:
     """The fastest of ``allowed`` over the reference sentences whose predicted peak
-    fits ``budget_mb`` and (``require_faster``, as ``auto`` asks) that is no slower
-    than ONNX Runtime float32 (at the default windows) on any of them. Options within
+    fits the request's memory budget and (where it asks ``auto``; an explicit
+    precision is honoured) that is no slower than ONNX Runtime float32 (at the
+    default windows) on any of them. Options within
     :data:`SPEED_WORTH_MEMORY` of the fastest are even: of those, the one with the
     least memory is taken, then the faster, then the first in the order of
     :class:`DecoderChoice`, so the same measurements always give the same plan. When
@@ -143,6 +144,8 @@ def choose_plan(
     says so): a plan that runs is better than none. ``threads`` is the count the
     decoder was measured at; where the chosen engine was measured at other counts too
     (of ``thread_choices``, when given), :func:`choose_threads` picks among them."""
+    budget_mb = request.memory_budget_mb
+    require_faster = request.decoder_precision == "auto"
     variants = [judge_variants(c, measured, budget_mb, frames) for c in allowed]
     judged = [v[0] for v in variants if v]
     over_budget = [o for v in variants for o in v[1:]]  # shown, never chosen
@@ -184,7 +187,7 @@ def choose_plan(
         threads = choose_threads(threads_ms, threads)
     ranked = [best, *others]
     chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
-    return Plan(best.choice, budget_mb, why, threads, flow=best.flow, peak_mb=best.peak_mb,
+    return Plan(best.choice, request, why, threads, flow=best.flow, peak_mb=best.peak_mb,
                 options=tuple(ranked), threads_ms=chosen_among,
                 fits_budget=bool(eligible))  # fmt: skip
 

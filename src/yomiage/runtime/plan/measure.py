@@ -40,18 +40,18 @@ from pathlib import Path
 from typing import Any
 
 from yomiage.lifeline import child_environment
-from yomiage.runtime.engines.placement import ORT_FP32, Placement
+from yomiage.runtime.engines.placement import OPENVINO_BF16, ORT_FP32, Placement
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan.request import MEASURE_ENV, PlanRequest
 from yomiage.runtime.plan.schedules import openvino_first_window
 from yomiage.runtime.plan.steps import MeasuredSteps, MeasureError, step_name
+from yomiage.runtime.plan.value import DecoderChoice, Plan
 
-__all__ = ["CALL_TIMEOUT_S", "MEASURE_ENV", "MeasureError", "MeasureJob", "MeasuredSteps",
+__all__ = ["CALL_TIMEOUT_S", "MeasureError", "MeasureJob", "MeasuredSteps",
            "measure"]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
-# Set in the measuring processes (and by a user: "0") so no plan is measured there.
-MEASURE_ENV = "YOMIAGE_PLAN_MEASURE"
 CALL_TIMEOUT_S = 600.0
 # The key of a measuring process's JSON line that says why it cannot measure here, for
 # good (yomiage.plan_child.measure prints it for a MeasureError of its own).
@@ -268,6 +268,15 @@ def measure(
             flows.append(FlowTimings(flow, flow_ms, peaks))
     return Measurements(float(raw["peak_mb"]), tuple(measured.values()), job.context, ort_peaks,
                         tuple(unavailable), tuple(flows))  # fmt: skip
+
+
+def flow_plan(flow: Placement, threads: int) -> Plan:
+    """The plan a measuring process runs a voice by to time the flow on ``flow`` beside
+    the decoder in bfloat16 on OpenVINO, as a plan that moves the flow there runs
+    them (:mod:`yomiage.plan_child.measure`; its windows are set per schedule)."""
+    request = PlanRequest("bf16", measure_plan=False)
+    return Plan(DecoderChoice.at(OPENVINO_BF16), request, f"measuring the flow on {flow}",
+                threads, flow=flow)  # fmt: skip
 
 
 def _flow_groups(windows: tuple[int, ...]) -> list[tuple[int, ...]]:

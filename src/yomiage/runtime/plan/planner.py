@@ -1,4 +1,5 @@
-"""Choosing each voice's :class:`~yomiage.runtime.plan.value.Plan` for one CPU backend.
+"""Choosing each voice's :class:`~yomiage.runtime.plan.value.Plan` for one CPU backend,
+whole: nothing after it completes the plan.
 
 The order of the decision, all of it here:
 
@@ -11,8 +12,8 @@ The order of the decision, all of it here:
 4. Otherwise the measurements kept for this CPU, voice architecture, threads (or
    the counts to choose among, when none was asked for) and engine versions,
    measured once now if there are none (:mod:`yomiage.runtime.plan.measure`,
-   ~3 min on 2 cores, logged as it goes), and
-   :func:`~yomiage.runtime.plan.choose_plan` over the choices the requested
+   minutes, logged as it goes), and
+   :func:`~yomiage.runtime.plan.choose.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
    One process measures a key at a time, the others wait for its result
    (:mod:`yomiage.runtime.plan.lock`); each step is kept as it ends, so a stopped
@@ -20,46 +21,46 @@ The order of the decision, all of it here:
    Where the cache can keep them, ONNX Runtime float32 is also timed with the
    decoder's stages in the other layouts of
    :data:`~yomiage.runtime.decoder_layouts.LAYOUT_CHOICES`, and a plan that takes
-   one runs a graph made from the bundle's (:meth:`Planner.decoder_graph`).
+   one names the graph made from the bundle's (:attr:`Plan.decoder_graph
+   <yomiage.runtime.plan.value.Plan.decoder_graph>`).
+
+Every plan echoes the request it was made for (:attr:`Plan.request
+<yomiage.runtime.plan.value.Plan.request>`).
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from yomiage.runtime.bundle import VoiceManifest
+from yomiage.runtime.bundle import VoiceManifest, graph_bytes
 from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
 from yomiage.runtime.engines.placement import (
     ENGINES,
     OPENVINO_BF16,
-    OPENVINO_MIN_DECODER_BYTES,
     ORT_FP32,
     ORT_INT8,
     Placement,
-    graph_bytes,
 )
 from yomiage.runtime.plan.checks import measurements_problem
 from yomiage.runtime.plan.choose import REFERENCE, choose_plan, first_call_lengths
 from yomiage.runtime.plan.lock import measuring_turn
 from yomiage.runtime.plan.measure import (
-    MEASURE_ENV,
     MeasuredSteps,
     MeasureError,
     MeasureJob,
     measure,
 )
 from yomiage.runtime.plan.measurements import Measurements
-from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
+from yomiage.runtime.plan.request import MEASURE_ENV, PlanRequest
 from yomiage.runtime.plan.schedules import candidates, schedule_families
 from yomiage.runtime.plan.store import PlanKey, PlanStore, cpu_identity, voice_architecture
 from yomiage.runtime.plan.value import DecoderChoice, Plan
@@ -68,6 +69,11 @@ if TYPE_CHECKING:
     from yomiage.runtime.engines.sessions import Sessions
 
 log = logging.getLogger(__name__)
+
+# Decoders with fewer bytes of weights than this run on ONNX Runtime unmeasured (rule 2):
+# 1 M float32 parameters, between the tiny voice's 0.06 M (OpenVINO slower and ~3x the
+# memory) and a full-size SBV2 decoder's 14.6 M (OpenVINO about twice as fast).
+OPENVINO_MIN_DECODER_BYTES = 4_000_000
 
 # Takes the measurements of a job: measure() itself, resuming from and keeping to the steps.
 Measure = Callable[[MeasureJob, MeasuredSteps], Measurements]
@@ -84,58 +90,101 @@ class BertGraph:
 
 
 class Planner:
-    """Plans for the voices of one backend; thread-safe (one measurement at a time)."""
+    """Plans for the voices of one backend, each whole (:meth:`plan_for`); thread-safe
+    (one measurement at a time)."""
 
     def __init__(
         self,
         sessions: Sessions,
         bert: BertGraph,
+        request: PlanRequest | None = None,
         *,
-        decoder_precision: str = "auto",
-        budget_mb: int = DEFAULT_MEMORY_BUDGET_MB,
         store: PlanStore | None = None,
-        measure_plan: bool | None = None,
         compiled_dir: Path | None = None,
         layouts: DecoderLayouts | None = None,
         measure_fn: Measure = measure,
     ) -> None:
-        """``measure_plan=None``: measure unless the environment says
-        ``YOMIAGE_PLAN_MEASURE=0``. ``layouts`` keeps decoders made in other layouts
-        (None: only the bundle's own is tried). ``measure_fn`` takes the measurements
-        (tests give their own)."""
+        """``request``: what every plan is asked for (None: the defaults). ``store``
+        keeps the measurements (None: nothing is measured); ``layouts`` keeps decoders
+        made in other layouts (None: only the bundle's own is tried). ``measure_fn``
+        takes the measurements (tests give their own)."""
         self.sessions = sessions
         self.bert = bert
-        self.decoder_precision = decoder_precision
-        self.budget_mb = budget_mb
+        self.request = request if request is not None else PlanRequest()
         self.store = store
-        if measure_plan is None:
-            measure_plan = os.environ.get(MEASURE_ENV, "1").strip() not in ("0", "false", "no")
-        self.measure_plan = measure_plan
         self.compiled_dir = compiled_dir
         self.layouts = layouts
         self._measure = measure_fn
         self._lock = threading.Lock()
 
     def plan_for(self, manifest: VoiceManifest) -> Plan:
-        """The plan a bundle with ``manifest`` runs by."""
+        """The plan a bundle with ``manifest`` runs by, whole: its decoder graph made in
+        the plan's layout where it chose another one (the bundle's own where that
+        cannot be made, with a warning, and the plan says so). ValueError for
+        ``bf16`` where OpenVINO is not available."""
+        self._check_bf16()
+        plan = self._chosen(manifest)
+        layout, key = plan.decoder.layout, layout_key(manifest.files)
+        if not layout:
+            return plan
+        decoder = manifest.file("decoder.onnx")
+        if self.layouts is None or key is None:
+            return self._in_bundle_layout(plan)
+        try:
+            return replace(plan, decoder_graph=self.layouts.graph(decoder, key, layout))
+        except LayoutError as exc:
+            log.warning("%s; its decoder runs as the bundle has it", exc)
+            return self._in_bundle_layout(plan)
+
+    def without_layout(self, plan: Plan) -> Plan:
+        """``plan`` with the bundle's own decoder, its made one removed: what a voice
+        runs once that no longer loads (its files in the cache damaged since; the next
+        load makes it again)."""
+        if self.layouts is not None and plan.decoder_graph is not None:
+            self.layouts.discard(plan.decoder_graph)
+        return self._in_bundle_layout(plan)
+
+    def _in_bundle_layout(self, plan: Plan) -> Plan:
+        return replace(plan, decoder=replace(plan.decoder, layout=0), decoder_graph=None)
+
+    def _check_bf16(self) -> None:
+        """An explicit ``bf16`` runs on OpenVINO: ValueError where it is not available, a
+        warning where the CPU emulates bfloat16 (slower than float32 there)."""
+        if self.request.decoder_precision != "bf16":
+            return
+        if not self.sessions.has_openvino:
+            raise ValueError(
+                "decoder_precision='bf16' runs on OpenVINO, which is not available here "
+                "(not installed, or YOMIAGE_OPENVINO=0): pip install openvino, or use 'auto'"
+            )
+        if not self.sessions.native_bf16:
+            log.warning(
+                "this CPU has no native bfloat16 (AVX512_BF16, AMX or Arm BF16): "
+                "decoder_precision='bf16' is emulated and slower than 'fp32'"
+            )
+
+    def _chosen(self, manifest: VoiceManifest) -> Plan:
+        """The plan by the order of the decision (the module's docstring)."""
         threads = self.sessions.threads
-        requested = self.decoder_precision
+        request = self.request
+        requested = request.decoder_precision
         if requested == "int8":
-            return Plan(DecoderChoice.at(ORT_INT8), self.budget_mb,
+            return Plan(DecoderChoice.at(ORT_INT8), request,
                         "the int8 decoder runs on ONNX Runtime", threads)  # fmt: skip
         decoder_bytes = graph_bytes(manifest.file("decoder.onnx"))
         if decoder_bytes < OPENVINO_MIN_DECODER_BYTES:  # nothing worth measuring
             small = f"a small decoder ({decoder_bytes / 1e6:.1f} MB)"
             if requested == "bf16":
-                return Plan(DecoderChoice.at(OPENVINO_BF16), self.budget_mb,
+                return Plan(DecoderChoice.at(OPENVINO_BF16), request,
                             f"{small}: bf16 as asked", threads)  # fmt: skip
-            return Plan(DecoderChoice.at(ORT_FP32), self.budget_mb,
+            return Plan(DecoderChoice.at(ORT_FP32), request,
                         f"{small} runs on ONNX Runtime", threads)  # fmt: skip
         has_openvino = self.sessions.has_openvino
         native = has_openvino and self.sessions.native_bf16
         allowed = self._allowed(has_openvino, native, self._other_layouts(manifest))
-        if not self.measure_plan or self.store is None:
-            why = "measuring is off" if not self.measure_plan else "no cache to keep it in"
+        measuring = request.measuring()
+        if not measuring or self.store is None:
+            why = "measuring is off" if not measuring else "no cache to keep it in"
             return self._fallback(has_openvino, native, why)
         key = self._key(manifest)
         with self._lock:
@@ -147,11 +196,10 @@ class Planner:
         try:
             plan = choose_plan(
                 measured,
-                self.budget_mb,
+                request,
                 threads=threads,
                 basis=f"measured on {key.cpu} ({when})",
                 allowed=allowed,
-                require_faster=requested == "auto",
                 thread_choices=self.sessions.thread_choices,
             )
         except ValueError as exc:  # nothing asked for could run here
@@ -201,52 +249,27 @@ class Planner:
                             "measures again", store.root, failed)  # fmt: skip
         return measured, when
 
-    def decoder_graph(self, manifest: VoiceManifest, plan: Plan) -> tuple[Plan, Path]:
-        """The decoder graph ``plan`` runs for the bundle of ``manifest``: the bundle's
-        own, or the one made in the plan's layout. Where that cannot be made (a full
-        disk, say), the bundle's own, with a warning, and the plan says so."""
-        decoder = manifest.file("decoder.onnx")
-        layout = plan.decoder.layout
-        key = layout_key(manifest.files)
-        if not layout or self.layouts is None or key is None:
-            return plan.in_bundle_layout(), decoder
-        try:
-            return plan, self.layouts.graph(decoder, key, layout)
-        except LayoutError as exc:
-            log.warning("%s; its decoder runs as the bundle has it", exc)
-            return plan.in_bundle_layout(), decoder
-
-    def forget_layout(self, graph: Path) -> None:
-        """Remove a decoder made in another layout that no longer loads."""
-        if self.layouts is not None:
-            self.layouts.discard(graph)
-
     def _other_layouts(self, manifest: VoiceManifest) -> tuple[int, ...]:
         """The layouts to try besides the bundle's own (none without a cache). The one
         the bundle has is timed as its own (no graph is made for it), so that choice
         has no timings of its own and is never taken."""
         if self.layouts is None or layout_key(manifest.files) is None:
             return ()
-        return LAYOUT_CHOICES if self.decoder_precision in ("auto", "fp32") else ()
+        return LAYOUT_CHOICES if self.request.decoder_precision in ("auto", "fp32") else ()
 
     def _allowed(
         self, has_openvino: bool, native: bool, layouts: tuple[int, ...] = ()
     ) -> tuple[DecoderChoice, ...]:
         every = candidates(openvino=has_openvino, native_bf16=native, layouts=layouts)
-        if self.decoder_precision == "fp32":
+        if self.request.decoder_precision == "fp32":
             return tuple(c for c in every if c.precision == "fp32")
-        if self.decoder_precision == "bf16":  # explicit: honoured even where it is emulated
+        if self.request.decoder_precision == "bf16":  # explicit: honoured where it is emulated
             every = candidates(openvino=has_openvino, native_bf16=True)
             return tuple(c for c in every if c.precision == "bf16")
         return every
 
     def _fallback(self, has_openvino: bool, native: bool, why: str) -> Plan:
-        if self.decoder_precision == "fp32":
-            native = False  # float32 asked for: ONNX Runtime, as without bf16
-        if self.decoder_precision == "bf16":
-            return Plan(DecoderChoice.at(OPENVINO_BF16), self.budget_mb,
-                        f"fallback: {why}", self.sessions.threads)  # fmt: skip
-        return fallback_plan(openvino=has_openvino, native_bf16=native, budget_mb=self.budget_mb,
+        return fallback_plan(self.request, openvino=has_openvino, native_bf16=native,
                              threads=self.sessions.threads, why=why)  # fmt: skip
 
     def _key(self, manifest: VoiceManifest) -> PlanKey:
@@ -338,23 +361,26 @@ def _covering(
 
 
 # The smallest budget under which a plan that measured nothing takes OpenVINO's
-# bfloat16 decoder (256-frame windows), where bfloat16 is native. Its peak with the
-# full-size voice, as the planner measured it (2 threads): ~1,260 MB on an AVX-512
-# BF16 Zen 5, ~1,830 MB on a Xeon with AMX; ONNX Runtime float32's was 930-980 MB on
-# every CPU measured. So below this, even where bfloat16 is native, the fallback is
-# float32: the budget holds where nothing was measured too.
+# bfloat16 decoder (256-frame windows) under ``auto``, where bfloat16 is native. Its
+# peak with the full-size voice, as the planner measured it, was from ~1,260 MB to
+# ~1,830 MB depending on the CPU, ONNX Runtime float32's under 1,000 MB on every CPU
+# measured (benchmarks/RESULTS.md). So below this, even where bfloat16 is native, the
+# fallback is float32: the budget holds where nothing was measured too.
 FALLBACK_BF16_BUDGET_MB = 1900
 
 
 def fallback_plan(
-    *, openvino: bool, native_bf16: bool, budget_mb: int, threads: int, why: str
+    request: PlanRequest, *, openvino: bool, native_bf16: bool, threads: int, why: str
 ) -> Plan:
     """The plan without measurements: ONNX Runtime float32, 256-frame windows, the
-    lightest plan on every CPU measured; bfloat16 on OpenVINO (the fastest, on Zen 4,
-    Zen 5 and AMX alike) only where the CPU has it natively and the budget is at
-    least :data:`FALLBACK_BF16_BUDGET_MB`, as its memory is not predicted here."""
-    if openvino and native_bf16 and budget_mb >= FALLBACK_BF16_BUDGET_MB:
+    lightest plan on every CPU measured; bfloat16 on OpenVINO where it was asked, or
+    under ``auto`` where the CPU has it natively and the budget is at least
+    :data:`FALLBACK_BF16_BUDGET_MB`, as its memory is not predicted here."""
+    precision = request.decoder_precision
+    native = native_bf16 and precision == "auto"  # float32 asked for: as without bf16
+    roomy = request.memory_budget_mb >= FALLBACK_BF16_BUDGET_MB
+    if precision == "bf16" or (openvino and native and roomy):
         choice = DecoderChoice.at(OPENVINO_BF16)
     else:
         choice = DecoderChoice.at(ORT_FP32)
-    return Plan(choice, budget_mb, f"fallback: {why}", threads)
+    return Plan(choice, request, f"fallback: {why}", threads)

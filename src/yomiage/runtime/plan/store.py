@@ -30,8 +30,9 @@ from typing import Any
 
 from yomiage.atomic import write_atomic
 from yomiage.json_file import read_json_object
+from yomiage.runtime.bundle import graph_bytes
 from yomiage.runtime.engines.cpu import cpu_flags
-from yomiage.runtime.engines.placement import Placement, graph_bytes
+from yomiage.runtime.engines.placement import Placement
 from yomiage.runtime.plan.checks import measurements_problem
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 

@@ -5,22 +5,18 @@ the threads, and what it was chosen from; frozen, made by the planner alone
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from pathlib import Path
 
+from yomiage.runtime.bundle import DECODER_GRAPHS, VoiceManifest
 from yomiage.runtime.chunking import (
     DEFAULT_FIRST_WINDOW_FRAMES,
     DEFAULT_WINDOW_FRAMES,
     Windowing,
     window_lengths,
 )
-from yomiage.runtime.engines.placement import (
-    DECODER_GRAPHS,
-    ORT_FP32,
-    Engine,
-    Placement,
-    Precision,
-    VoicePlacement,
-)
+from yomiage.runtime.engines.placement import ORT_FP32, Engine, Placement, Precision
+from yomiage.runtime.plan.request import PlanRequest
 
 
 @dataclass(frozen=True, order=True)
@@ -93,17 +89,23 @@ class PlanOption:
 
 @dataclass(frozen=True)
 class Plan:
-    """Where a voice's graphs run and how its decoder is windowed.
+    """How a voice runs, whole: where each graph runs, the decoder's graph file and
+    windows, the threads; and what it was chosen from. Made by the planner alone
+    (:class:`~yomiage.runtime.plan.planner.Planner`); a voice takes it as it is.
 
-    ``basis`` says where the plan came from ("measured on ..." or "fallback: ...");
-    ``options`` are the alternatives judged (empty for a fallback), the chosen first;
-    ``threads_ms``, the thread counts ``threads`` was chosen from (ms of one decoder
-    call each; empty when there was no choice); ``fits_budget``, False where no
-    option was predicted to fit ``budget_mb`` and the lightest was taken.
+    ``request`` is what was asked (precision, budget, measuring, windows), echoed
+    back; ``basis`` says where the plan came from ("measured on ..." or "fallback:
+    ..."); ``options`` are the alternatives judged (empty for a fallback), the chosen
+    first; ``threads_ms``, the thread counts ``threads`` was chosen from (ms of one
+    decoder call each; empty when there was no choice); ``fits_budget``, False where
+    no option was predicted to fit the budget and the lightest was taken;
+    ``decoder_graph``, a decoder made in the plan's layout of its stages
+    (:mod:`yomiage.runtime.decoder_layouts`), None where the bundle's own graph for
+    the decoder's precision runs (:meth:`decoder_file`).
     """
 
     decoder: DecoderChoice
-    budget_mb: int
+    request: PlanRequest
     basis: str
     threads: int
     encoder: Placement = ORT_FP32
@@ -112,28 +114,21 @@ class Plan:
     options: tuple[PlanOption, ...] = field(default=(), compare=False)
     threads_ms: tuple[tuple[int, float], ...] = field(default=(), compare=False)
     fits_budget: bool = True
-
-    def placement(self, precision: str, *, automatic: bool) -> VoicePlacement:
-        """The graphs' placement for a bundle (``precision``: the decoder's, fp32/bf16/int8)."""
-        return VoicePlacement(
-            self.encoder,
-            self.flow,
-            self.decoder.placement,
-            DECODER_GRAPHS[precision],
-            precision,
-            automatic,
-        )
+    decoder_graph: Path | None = None
 
     @property
     def windowing(self) -> Windowing:
-        return Windowing(
-            window_frames=self.decoder.window_frames,
-            first_window_frames=self.decoder.first_window_frames,
-        )
+        """The decoder's windows and the flow's spans: the request's, where it names
+        them, else the chosen schedule's."""
+        if self.request.windowing is not None:
+            return self.request.windowing
+        return Windowing(self.decoder.window_frames, self.decoder.first_window_frames)
 
-    def in_bundle_layout(self) -> Plan:
-        """This plan with the decoder's stages as its bundle has them."""
-        return replace(self, decoder=replace(self.decoder, layout=0))
+    def decoder_file(self, bundle: VoiceManifest) -> Path:
+        """The graph file the decoder of ``bundle`` loads under this plan."""
+        if self.decoder_graph is not None:
+            return self.decoder_graph
+        return bundle.file(DECODER_GRAPHS[self.decoder.precision])
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
@@ -141,5 +136,5 @@ class Plan:
         return (
             f"decoder {self.decoder}{flow}, {self.threads} thread{'s' * (self.threads != 1)}"
             f"{peak} "
-            f"(budget {self.budget_mb} MB; {self.basis})"
+            f"(budget {self.request.memory_budget_mb} MB; {self.basis})"
         )
