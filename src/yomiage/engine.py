@@ -187,7 +187,7 @@ class TTS:
         ``warmup``: synthesize one sentence per voice now, so the first request
         does not pay for first-call costs. ``compile`` (PyTorch backend):
         ``torch.compile`` the BERT and warm up too, since the compiler runs on the
-        first call: on an H100 that took 40-80 s (benchmarks/RESULTS.md, "CUDA"),
+        first call: on an H100 that took 40-80 s (benchmarks/history/cuda-h100.md),
         which belongs here rather than in a listener's first request.
         """
         with self._loading:  # not self._lock: requests on the loaded voices go on

@@ -2,15 +2,12 @@
 
 DeBERTa's working set grows with rows x longest row (and its attention with
 the square of the row), and ONNX Runtime's arena keeps the largest working set
-for the life of the process. Measured on the full-size q8 BERT (2 threads,
-AMD EPYC Zen 3), process peak after one call: 1 x 256 tokens 528 MB, 8 x 64
-561 MB, 8 x 256 1,089 MB (the loaded model alone 342 MB). So eight long
-sentences in one batch cost more memory than the whole rest of the engine,
-and gave no speed for it (8 x 256: 1.11 s per row, 1 x 256: 1.07 s); only short
-rows gain from sharing a call (8 x 64: 0.23 s per row, 1 x 64: 0.33 s). Rows
-are therefore sorted by length and packed while rows x longest stays within
-:data:`BATCH_TOKENS`, which is what lets the memory budget hold whatever the
-text (issue 32).
+for the life of the process. So eight long sentences in one batch cost more
+memory than the whole rest of the engine, and gave no speed for it; only short
+rows gain from sharing a call (measured on the full-size q8 BERT:
+benchmarks/history/issue-32.md, second pass). Rows are therefore sorted by
+length and packed while rows x longest stays within :data:`BATCH_TOKENS`, which
+is what lets the memory budget hold whatever the text.
 """
 
 from __future__ import annotations

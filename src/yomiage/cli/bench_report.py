@@ -218,9 +218,10 @@ FASTER_WORTH = 1.1
 def faster_over_budget(options: list[dict[str, Any]], budget_mb: int) -> list[dict[str, Any]]:
     """What a larger ``--memory-budget-mb`` would buy, from the options the plan was chosen
     among (the chosen first): the cheapest faster option and the fastest, each with the
-    budget that admits it. A budget is a trade the user makes on purpose (a machine with
-    AMX decodes bfloat16 several times faster, for hundreds of MB more), so bench says
-    what the trade is rather than leaving it in the table."""
+    budget that admits it. A budget is a trade the user makes on purpose (where the CPU
+    computes bfloat16 natively, a larger budget can buy much more speed: the AMX
+    family's table in benchmarks/RESULTS.md), so bench says what the trade is rather than leaving
+    it in the table."""
     if not options:
         return []
     chosen = options[0]["predicted_decode_s"]

@@ -1,13 +1,13 @@
 """An int8 decoder, opt-in: static QDQ quantization of the HiFi-GAN convolutions.
 
-Measured with ``benchmarks/decoder_int8_study.py`` on this project's 2-core
-AVX-512 VNNI machine: the decoder alone ran about 2x faster than float32 with
-int8 convolutions. The decoder input ``z`` has long tails, so quantizing
-``conv_pre`` costs the most accuracy; leaving it, the first upsampling stage's
-residual blocks and ``conv_post`` in float32 kept the error at 26.8 dB SNR on
-the full-size random voice (43.7 dB on the tiny fixture) for 1.9-2.1x.
-Transposed convolutions stay float32 (ONNX Runtime has no fused int8 kernel
-for them: quantizing them only added error). The flow and the duration
+Int8 convolutions made the decoder alone much faster than float32 on the CPU
+(with VNNI) it was measured on. The decoder input ``z`` has long tails, so
+quantizing ``conv_pre`` costs the most accuracy; leaving it, the first upsampling
+stage's residual blocks and ``conv_post`` in float32 kept most of the speed for
+the least error (measured with ``benchmarks/decoder_int8_study.py``:
+benchmarks/history/issues-03-12.md, "Decoder int8 variants"). Transposed
+convolutions stay float32 (ONNX Runtime has no fused int8 kernel for them:
+quantizing them only added error). The flow and the duration
 predictors are never quantized. Activations are calibrated (min/max) on the
 decoder inputs of real sentences, cut into the runtime's padded windows.
 """

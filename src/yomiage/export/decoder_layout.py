@@ -2,14 +2,14 @@
 
 The same arithmetic, a faster path: ONNX Runtime moves 2-D convolutions, and the
 activations and sums between them, into its channel-blocked layout (NCHWc) on
-x86 CPUs, which its 1-D convolutions never get. Measured on the full-size
-decoder (AVX2-only AMD EPYC Zen 3, 2 threads, float32), over three runs:
-1.04-1.29x per call from 23 to 286 frames, output within 4e-8 of the 1-D
-graph's (``benchmarks/decoder_layout.py``, ``benchmarks/graph_ab.py``). Taking
-the 32- and 16-channel stages too was no faster (1.05-1.26x), so they stay 1-D.
-The best threshold depends on the CPU: on an AVX-512 Zen 5 the same program put
-stages from 128 channels at 1.07-1.19x and from 64 at 0.97-1.03x (RESULTS.md,
-issue 32's ninth pass); a bundle fixes one when it is written.
+x86 CPUs, which its 1-D convolutions never get; the output stays within float
+rounding of the 1-D graph's. Taking the 32- and 16-channel stages too was no
+faster, so they stay 1-D. The best threshold depends on the CPU (the blocked
+layout's block is 8 channels with AVX2, 16 with AVX-512); a bundle fixes one when
+it is written, and the plan may time another
+(:mod:`yomiage.runtime.decoder_layouts`). Measured with
+``benchmarks/decoder_layout.py`` and ``benchmarks/graph_ab.py``:
+benchmarks/history/issue-32.md, sixth and ninth passes.
 
 Done on the graph, like :mod:`yomiage.export.decoder_trims`, so that one
 rewrite serves a converted SBV2 voice and a decoder cut from an AIVMX file. A

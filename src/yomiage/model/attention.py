@@ -66,8 +66,8 @@ class RelativeMultiHeadAttention(nn.Module):
     in the band gets its one relative term added, and each relative value weight
     is the one attention weight at its offset. Nothing of size ``[T, T]`` beyond
     the scores themselves is built: an earlier gather over a ``[T, T]`` index
-    spent ~20% of the flow's time (full-size voice, 495 frames, ONNX Runtime,
-    AVX2-only Zen 3) in int64 index copies, scatters and masks.
+    spent a large share of the flow's time in int64 index copies, scatters and
+    masks (measured: benchmarks/history/issue-32.md, second pass).
     """
 
     def __init__(self, channels: int, n_heads: int) -> None:

@@ -123,8 +123,9 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
 def _fastest_call_ms(session: Any, feeds: dict[str, Any]) -> float:
     """The fastest of :data:`TIMED_RUNS` calls after one untimed (OpenVINO compiles for a
     new length there). The fastest, because on a shared machine other work only ever
-    adds time: two measurings on the same quiet Zen 3 put 128- and 256-frame windows
-    4% apart, then even, from medians."""
+    adds time: from medians, two measurings on the same quiet machine did not even
+    agree which of two schedules was faster (measured: benchmarks/history/issue-32.md,
+    second pass)."""
     session.run(feeds)
     runs = []
     for _ in range(TIMED_RUNS):

@@ -28,17 +28,17 @@ from yomiage.text.symbols import SYMBOL_TO_ID
 
 # Decoder windows: the first is small so audio starts soon, each next one twice
 # the one before, up to DEFAULT_WINDOW_FRAMES; each is padded by the receptive
-# field (15 frames) on both sides, recomputed. Measured on the full-size voice,
-# OpenVINO bfloat16, 2 threads, ms per useful frame by padded length: 62: 4.3,
-# 94: 3.0, 158: 2.4, 286: 2.1, 542: 2.0; memory OpenVINO keeps per length:
-# 60, 40, 62, 100, 156 MB. 256 frames: most of the speed for 4 lengths kept
-# (~265 MB). End to end (issue 13, 7-40 s texts) 128 gave 2.7-2.9x real time
-# at 1.0-1.2 GB peak RSS, 256 2.4-3.1x at 1.0-1.3 GB.
+# field (15 frames) on both sides, recomputed. A longer window costs less per useful
+# frame but OpenVINO keeps memory for every length it meets; past 256 frames (286
+# padded) the time per frame hardly falls while the memory kept keeps growing
+# (measured: benchmarks/history/issue-13.md). A plan measured on the machine may
+# choose another (:mod:`yomiage.runtime.plan.schedules`).
 DEFAULT_WINDOW_FRAMES = 256
 DEFAULT_FIRST_WINDOW_FRAMES = 32
 # About 10 s of speech at 44.1 kHz / 512 hop; the flow's cost is still linear here. Not
-# 1,024: on OpenVINO (bfloat16, Zen 5) a flow over 928 frames takes other kernels with
-# another copy of some weights, +36 MB held for good once one such sentence has run.
+# 1,024: on OpenVINO (bfloat16) a longer flow takes other kernels with another copy of
+# some weights, held for good once one such sentence has run (measured:
+# benchmarks/history/issue-32.md, eleventh pass).
 FLOW_SPAN_FRAMES = 896
 # The first span of a sentence that is cut anyway: 0.2 s of flow before its first audio.
 FIRST_FLOW_SPAN_FRAMES = 256
@@ -164,12 +164,11 @@ def fixed_windows(
     padded with zero frames to the smallest length that holds it with
     ``min_padding`` more: one call instead of several smaller ones that
     recompute their context. Only its last ``context`` frames differ from
-    decoding it whole, and by little: on the
-    trained piper decoder of ``benchmarks/decoder_precision.py``, 88-91 dB SNR
-    in float32 and no change at all to bfloat16's 40-41 dB (a zero latent is
-    silence to a trained decoder); 43 dB on the random full-size voice. The
-    same holds for a sentence's last window where ``min_padding`` leaves it no
-    length within the sentence.
+    decoding it whole, and by little on a trained decoder, to which a zero latent
+    is silence (measured with ``benchmarks/decoder_precision.py``:
+    benchmarks/history/issue-13.md, second pass). The same holds for a
+    sentence's last window where ``min_padding`` leaves it no length within the
+    sentence.
     """
     if not 0 <= min_padding <= 2 * context:
         raise ValueError("min_padding must be between 0 and twice the context")

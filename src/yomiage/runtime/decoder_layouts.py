@@ -1,14 +1,12 @@
 """The decoder with another set of its stages as 2-D convolutions, made once per voice.
 
 Which of the decoder's stages run faster as 2-D convolutions depends on the CPU
-(:mod:`yomiage.export.decoder_layout`): ONNX Runtime float32, 2 threads, against
-the all-1-D graph, the full-size decoder called at 23 / 62 / 286 frames:
+(:mod:`yomiage.export.decoder_layout`): ONNX Runtime's channel-blocked layout takes
+8 channels a block with AVX2 and 16 with AVX-512, so on one CPU the stages from 64
+channels gain and on another only those from 128 (measured:
+benchmarks/history/issue-32.md, sixth and ninth passes).
 
-- AVX2-only Zen 3: 2-D from 64 channels 1.04-1.29x, from 128 channels 1.00-1.21x;
-- AVX-512 Zen 5: from 64 channels 0.97-1.03x, from 128 channels 1.07-1.19x
-  (1.14-1.16x hayakoe's speed end to end against 1.06-1.16x).
-
-A bundle is written with one layout (2-D from 64 channels, since the fifth pass
+A bundle is written with one layout (2-D from 64 channels, since the sixth pass
 of issue 32), so the plan times the decoder in each layout of
 :data:`LAYOUT_CHOICES` too, and a voice whose plan takes another layout runs a
 graph made from its bundle's: the same weights and the same samples (within
@@ -35,7 +33,7 @@ from yomiage.runtime.integrity import NOT_RECORDED, unlike_made
 log = logging.getLogger(__name__)
 
 # The layouts a plan may choose among besides its bundle's own: the stages of at least
-# this many channels run 2-D (the fastest on Zen 3 and on Zen 5 respectively, above).
+# this many channels run 2-D (each the fastest on one of the CPUs measured, above).
 LAYOUT_CHOICES = (64, 128)
 MAKE_TIMEOUT_S = 600.0
 # The program that makes one (its arguments: DECODER FOLDER LAYOUT; its error on stderr).

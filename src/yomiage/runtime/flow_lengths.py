@@ -2,14 +2,14 @@
 
 The flow reads a sentence whole (its attention spans it), so each sentence has
 its own length. OpenVINO keeps what it made for every shape it has met, never
-given back (the full-size flow in bfloat16 on a Zen 5: ~2.5 MB each), so a
-server that met every length up to :data:`~yomiage.runtime.chunking.FLOW_SPAN_FRAMES`
-would end up holding ~2 GB. There the flow runs each span padded to one of
-:data:`FLOW_BUCKETS`, with a mask of its real frames
+given back, so a server that met every length up to
+:data:`~yomiage.runtime.chunking.FLOW_SPAN_FRAMES` would hold gigabytes of it
+(measured: benchmarks/history/issue-32.md, eleventh pass). There the flow runs
+each span padded to one of :data:`FLOW_BUCKETS`, with a mask of its real frames
 (:func:`~yomiage.runtime.engines.openvino_graph.with_frame_mask` puts it in the graph):
 the padded frames are hidden from attention and zeroed before every convolution
-wider than one frame, so the real frames come out as without padding (137 dB SNR
-in float32 on the full-size flow: rounding). Each bucket is at most 1.33 times
+wider than one frame, so the real frames come out as without padding (to float32
+rounding). Each bucket is at most 1.33 times
 the one before, so a span is padded by at most a third (but for spans under the
 first bucket), by ~15% on average.
 """
@@ -22,8 +22,8 @@ import numpy.typing as npt
 # The input the masked flow takes: 1 for a real frame, 0 for padding, [1, 1, frames].
 FRAME_MASK_INPUT = "frame_mask"
 # None under 96 frames: below that OpenVINO's CPU plugin takes other kernels, with their
-# own copy of the weights (full-size flow, bfloat16, Zen 5: +70-80 MB once any length
-# under 96 has run), and a short sentence's flow takes ~10 ms either way.
+# own copy of the weights, held once any length under 96 has run, and a short sentence's
+# flow is quick either way (measured: benchmarks/history/issue-32.md, eleventh pass).
 FLOW_BUCKETS = (96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 896)
 # Past the last bucket (a flow span made longer than its default), multiples of this.
 BEYOND_BUCKETS = 128

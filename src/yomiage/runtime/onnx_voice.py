@@ -179,10 +179,9 @@ class BundleVoice(WindowedVoice):
     def _settle(self) -> None:
         """One call of each graph on an engine that keeps shapes, as the voice loads, at
         a length every plan of it meets. OpenVINO finishes preparing a compiled graph
-        at its first call and holds more while it does (full-size voice, bfloat16,
-        Zen 5: the flow ~150 MB, the decoder ~60 MB): paid here, before a request's
+        at its first call and holds more while it does: paid here, before a request's
         own memory is in use, it no longer sets the peak of a voice's first request
-        (two voices: 1,100 MB, 222 of it the flow's first call)."""
+        (measured: benchmarks/history/issue-32.md, eleventh pass)."""
         if self._flow_padded:
             self._warm_flow(FLOW_BUCKETS[:1])
         if self.decoder.few_shapes:

@@ -10,17 +10,16 @@ SBV2). A decoder graph written by ``yomiage convert`` takes, beside ``z`` and
 ``g``, an input :data:`TRIM_INPUT` saying how many samples to drop on each side
 before each upsampler after the first; it defaults to none, so a caller that
 does not feed it gets the whole window. Dropped that way the window's samples
-are the same (the dropped ones lie outside every kept sample's reach) and a
-first window of 8 frames decodes 1.7x faster, a 256-frame one ~1.15x
-(full-size voice, ONNX Runtime, Zen 3, 2 threads).
+are the same (the dropped ones lie outside every kept sample's reach) and the
+work saved is largest on the small windows that start a stream (measured:
+benchmarks/history/issue-32.md, fifth pass).
 
-OpenVINO keeps kernels and buffers for every set of shapes it meets (measured
-on the full-size decoder, bfloat16: 17-50 MB for each new amount trimmed at a
-length), so it is fed :meth:`StageTrims.balanced` trims: the same totals at every
-stage for every window it decodes, however that window's padding falls on its
-two sides, so each input length keeps one set of shapes. On the same decoder
-(Zen 5, 2 threads) that made 62-, 94- and 158-frame calls 1.6x, 1.33x and 1.19x
-faster than untrimmed ones.
+OpenVINO keeps kernels and buffers for every set of shapes it meets, so each new
+amount trimmed at a length would cost it memory; it is fed
+:meth:`StageTrims.balanced` trims: the same totals at every stage for every window
+it decodes, however that window's padding falls on its two sides, so each input
+length keeps one set of shapes while its later stages still skip most of the
+padding (measured: benchmarks/history/issue-32.md, tenth pass).
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ DICTIONARY_NAME = "open_jtalk_dic_utf_8-1.11"  # the one SBV2 voices were traine
 # The compiled dictionary each reading uses. "natural" (the default): pyopenjtalk-plus's
 # corrected NAIST-jdic (its wheel's pyopenjtalk/dictionary), which reads context words
 # as people do far more often (87.2% -> 89.4% of JSUT sentences read right,
-# benchmarks/RESULTS.md); "sbv2": SBV2's own, for exactly the reading its voices saw.
+# benchmarks/history/issues-22-23.md); "sbv2": SBV2's own, for exactly the reading its voices saw.
 READING_DICTIONARIES = {"natural": "open_jtalk_dic_plus-0.4.1.post10", "sbv2": DICTIONARY_NAME}
 READINGS = tuple(READING_DICTIONARIES)
 DEFAULT_READING = "natural"

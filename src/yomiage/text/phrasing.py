@@ -6,7 +6,7 @@ starts a new phrase at する after a verbal noun (検査 | する), at いる a
 where Tokyo speakers say one phrase with one accent nucleus; and it joins a
 few that speakers keep apart (ではない is デワ | ナ]イ). Measured on JSUT's
 hand-checked accents, those are most of the pitch patterns it gets wrong
-(benchmarks/RESULTS.md).
+(benchmarks/history/issues-22-23.md, issue 23).
 
 :func:`rephrase` moves those boundaries on OpenJTalk's analysis (its NJD
 features) before the full-context labels are made, and gives each joined

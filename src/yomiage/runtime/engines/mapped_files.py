@@ -4,16 +4,14 @@ longer reads.
 OpenVINO maps the graph it compiled from (its cache blob, or the ONNX weights) and
 keeps the mapping for as long as the compiled model lives. It reads the float32
 weights there when it prepares its kernels, on its first call and partly on the
-first call at each new length, and never after that: on an AVX-512 BF16 Zen 5,
-once the full-size decoder had run at a length, seven more calls at it faulted in
-no page of the 55 MB blob. Those pages still count as the process's resident
-memory (the blob stayed resident at 55 MB). So after a call that met a new length,
-the mapping's pages are dropped (``madvise(MADV_DONTNEED)``): for a read-only
-mapping of a file that is exact, since any page read again is read back from the
-file. Measured on that decoder: 55 MB less resident once warm and 55 MB off the
-high-water mark of warming 62-286 frames (379 MB against 434), at no measurable
-cost per call (159.5-162.4 ms against 161.1-162.3 ms at 158 frames). Linux only;
-elsewhere nothing is dropped.
+first call at each new length, and never after that, yet those pages still count
+as the process's resident memory. So after a call that met a new length, the
+mapping's pages are dropped (``madvise(MADV_DONTNEED)``): for a read-only mapping
+of a file that is exact, since any page read again is read back from the file.
+That takes the whole blob off the resident memory and the high-water mark, at no
+measurable cost per call (measured: benchmarks/history/issue-32.md, ninth pass,
+"OpenVINO gives back the weights it compiled from"). Linux only; elsewhere
+nothing is dropped.
 """
 
 from __future__ import annotations

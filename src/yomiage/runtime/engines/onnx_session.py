@@ -34,10 +34,9 @@ def shared_cpu_arena() -> bool:
     from; False where this ONNX Runtime cannot (sessions then use plain malloc).
 
     Why an arena: with each operator calling malloc (the arena off), every large
-    tensor is a fresh mmap the kernel zero-fills, call after call. Measured on
-    the full-size voice, 2 threads, each row a fresh process: the float32 path
-    +5% faster on average over 8 paired runs of 7-40 s texts (+8% on a short
-    one), peak RSS the same or lower (benchmarks/RESULTS.md, issue 24). Why
+    tensor is a fresh mmap the kernel zero-fills, call after call: with the arena
+    the float32 path was a few percent faster at the same or a lower peak
+    (measured: benchmarks/history/issue-24.md, first pass). Why
     shared and same-as-requested: ONNX Runtime's default arena doubles each new
     chunk and keeps one per session, which is what once made memory grow with
     every new input length. ONNX Runtime's environment is one per process, so
@@ -88,10 +87,8 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     Idle pool threads sleep instead of spinning: every session has its own
     pool, and a request runs four graphs one after another, so the pool of the
     graph that just finished spun on the cores the next graph needed (and
-    OpenVINO's decoder). Measured on the full-size voice, 2 threads, float32,
-    one sentence: the flow 80-94 -> 44 ms, BERT 39-41 -> 26 ms, the whole
-    request 0.41-0.42 -> 0.33 s; with the bf16 decoder 0.30 -> 0.25 s, and a
-    two-sentence text 1.15 -> 1.04 s (benchmarks/RESULTS.md, issue 24).
+    OpenVINO's decoder): sleeping, a one-sentence request took a fifth less time
+    (measured: benchmarks/history/issue-24.md, second pass).
     """
     options = quiet_options()
     options.intra_op_num_threads = threads or physical_cores()

@@ -2,7 +2,9 @@
 the one table the plan, the sessions and the plan store read), the precisions, and
 the placements the plan names (:data:`ORT_FP32`, :data:`OPENVINO_BF16`, ...).
 
-Which graph goes where, and why (the figures per CPU family are in
+Which graph goes where, and why (measured: each graph on each engine in
+``benchmarks/history/issue-13.md``, the small decoder in
+``benchmarks/history/issues-22-23.md``; what each CPU family gets end to end in
 ``benchmarks/RESULTS.md``):
 
 * the decoder, most of the work, is where the engines differ: bfloat16 on OpenVINO

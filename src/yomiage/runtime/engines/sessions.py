@@ -202,9 +202,10 @@ class Sessions:
     def has_openvino(self) -> bool:
         """Whether OpenVINO is installed and allowed. Answered from the package's
         metadata, without importing it: loading OpenVINO and its CPU plugin costs a
-        process 36 MB (Zen 3), which a plan that keeps every graph on ONNX Runtime
-        should not pay. One that is installed but cannot start is found out when a
-        graph is opened on it (that graph then runs on ONNX Runtime, with a warning)."""
+        process tens of MB (measured: benchmarks/history/issue-32.md, fourth pass),
+        which a plan that keeps every graph on ONNX Runtime should not pay. One that
+        is installed but cannot start is found out when a graph is opened on it
+        (that graph then runs on ONNX Runtime, with a warning)."""
         return self._core is not False and OPENVINO.version() is not None
 
     def runs(self, engine: EngineKind) -> bool:

@@ -6,7 +6,8 @@ Which plan is fastest is a property of the CPU, not of a flag it reports: the
 decoder's time per frame on OpenVINO in bfloat16 depends on the window's length
 in one way where the CPU has AVX-512 BF16 and in another where it has AMX, and the
 memory it keeps per length differs as much; a CPU with AVX2 alone has no
-bfloat16 at all (``benchmarks/RESULTS.md`` has the table per CPU family). So a
+bfloat16 at all (``docs/performance.md`` says what each CPU family gets,
+``benchmarks/RESULTS.md`` has a table per family). So a
 plan is chosen from measurements taken on the machine, once per CPU model,
 voice architecture, thread count and engine versions, and kept in the cache; a
 new memory budget re-chooses from them without measuring again.

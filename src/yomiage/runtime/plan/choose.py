@@ -20,18 +20,18 @@ from yomiage.runtime.plan.value import DecoderChoice, Plan, PlanOption
 REFERENCE_SENTENCE_FRAMES = (40, 120, 250, 450, 700, 1000)
 # A stream's first decoder window, largest first. Its call waits before any audio, and
 # it has no frames before it, so it is padded on one side only; a smaller one costs one
-# more call, on the stream's first sentence only. What each takes per CPU family:
-# benchmarks/RESULTS.md.
+# more call, on the stream's first sentence only (measured:
+# benchmarks/history/issue-32.md, second pass).
 FIRST_WINDOW_CHOICES = (DEFAULT_FIRST_WINDOW_FRAMES, 16, 8)
 # What a 0.3 s first audio leaves the first decoder call, once BERT, the encoder and the
-# flow of a short sentence have run before it (their times per CPU family:
-# benchmarks/RESULTS.md).
+# flow of a short sentence have run before it (their times: benchmarks/history/issue-32.md,
+# second and fifth passes).
 FIRST_CALL_TARGET_MS = 100.0
 # A plan that holds more memory must be predicted at least this much faster than a
-# lighter one to be taken; closer than that the two are even, and the lighter wins: the
-# same decoder measured twice, minutes apart, put two of its schedules up to 2.8% apart
-# either way, and the nearer one once cost +74 MB of peak for no speed that could be
-# told apart.
+# lighter one to be taken; closer than that the two are even, and the lighter wins: two
+# measurings of the same decoder minutes apart put its schedules about this far apart
+# either way, and taking the nearer one cost memory for no speed that could be told
+# apart (measured: benchmarks/history/issue-32.md, seventh pass).
 SPEED_WORTH_MEMORY = 0.03
 # What every option is judged against, and under ``auto`` may be no slower than: ONNX
 # Runtime float32 at the default windows (exact, and measured on every machine).
@@ -61,8 +61,8 @@ def judge_variants(
 ) -> list[PlanOption]:
     """:func:`judge`'s option first, then, where the flow moved with the decoder
     would be faster but not fit ``budget_mb``, that one too (refused): it is what a
-    larger budget buys (on a Xeon with AMX, 2.8x the decoding speed of float32 for
-    ~70 MB over the default budget, where the option that fits gives 1.6x), and
+    larger budget buys (on some CPUs the flow moved too decodes much faster than the
+    option that fits; measured: benchmarks/history/issue-32.md, twelfth pass), and
     ``yomiage bench`` offers it only if the options hold it."""
     timings = measured.engine(choice.engine, choice.precision, choice.layout)
     if timings is None:

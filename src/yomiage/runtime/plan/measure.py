@@ -1,30 +1,29 @@
 """Measuring, on this machine, what :func:`~yomiage.runtime.plan.choose.choose_plan` needs.
 
 Each measurement runs in a fresh process (:mod:`yomiage.plan_child.measure`),
-because memory is what a plan is judged on and a process never gives its
-high-water mark back: OpenVINO keeps the kernels of every length it has seen,
-ONNX Runtime's arena keeps its largest working set. Where OpenVINO's compiled
-graphs are cached, one process first compiles the decoder into the cache, so the
-others load it from there, as every process that runs the plan will (one that
-compiles it holds ~55 MB more). One process per engine and
+because memory is what a plan is judged on and a process never gives its high-water
+mark back: OpenVINO keeps the kernels of every length it has seen, ONNX Runtime's
+arena keeps its largest working set. Where OpenVINO's compiled graphs are cached,
+one process first compiles the decoder into the cache, so the others load it from
+there, as every process that runs the plan will (one that compiles it holds more:
+benchmarks/history/issue-32.md, thirteenth pass). One process per engine and
 precision (and per other layout of the decoder's stages, on ONNX Runtime: see
 :mod:`yomiage.runtime.decoder_layouts`) times the decoder alone at each window
-length of the schedules
-(smallest first, as a server meets them) and records the memory it has added
-after each, then one full window at each thread count the plan may choose
-(:func:`yomiage.runtime.engines.cpu.thread_choices`). One more runs the whole engine on
-a paragraph with the decoder left out, for the floor every plan shares (the
-plan's peak is the two added: exact for OpenVINO, which keeps its own memory,
-and a little over for ONNX Runtime, whose decoder reuses the arena the other
-graphs freed, so its whole peak is measured on the paragraph with the decoder
-too), and times the flow. Where a bfloat16 decoder is a candidate, a last one
-runs the flow in bfloat16 on OpenVINO beside that decoder, for the flow's time
-there and the whole peak of each schedule with both. On a 2-core AVX2-only Zen 3
-this takes 160 s (100 s on a Zen 5 with bfloat16), once per CPU model, voice
-architecture and engine versions (:mod:`yomiage.runtime.plan.store` keeps it, each
-process's figures as it ends: :mod:`yomiage.runtime.plan.steps`). Each process dies
-with the one that started it (:mod:`yomiage.lifeline`): one outlived ``yomiage
-serve`` by minutes, holding ~1 GB and both cores.
+length of the schedules (smallest first, as a server meets them) and records the
+memory it has added after each, then one full window at each thread count the plan
+may choose (:func:`yomiage.runtime.engines.cpu.thread_choices`). One more runs the
+whole engine on a paragraph with the decoder left out, for the floor every plan
+shares (the plan's peak is the two added: exact for OpenVINO, which keeps its own
+memory, and a little over for ONNX Runtime, whose decoder reuses the arena the other
+graphs freed, so its whole peak is measured on the paragraph with the decoder too),
+and times the flow. Where a bfloat16 decoder is a candidate, a last one runs the
+flow in bfloat16 on OpenVINO beside that decoder, for the flow's time there and the
+whole peak of each schedule with both. On a 2-core machine this takes a few minutes
+(``docs/performance.md``, "The measuring"), once per CPU model, voice architecture
+and engine versions (:mod:`yomiage.runtime.plan.store` keeps it, each process's
+figures as it ends: :mod:`yomiage.runtime.plan.steps`). Each process dies with the
+one that started it (:mod:`yomiage.lifeline`): one outlived ``yomiage serve`` by
+minutes, holding ~1 GB and both cores.
 """
 
 from __future__ import annotations

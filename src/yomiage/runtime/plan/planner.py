@@ -362,10 +362,11 @@ def _covering(
 
 # The smallest budget under which a plan that measured nothing takes OpenVINO's
 # bfloat16 decoder (256-frame windows) under ``auto``, where bfloat16 is native. Its
-# peak with the full-size voice, as the planner measured it, was from ~1,260 MB to
-# ~1,830 MB depending on the CPU, ONNX Runtime float32's under 1,000 MB on every CPU
-# measured (benchmarks/RESULTS.md). So below this, even where bfloat16 is native, the
-# fallback is float32: the budget holds where nothing was measured too.
+# peak with the full-size voice, as the planner measured it, was over the default budget
+# on every CPU measured and under this one, ONNX Runtime float32's within the default
+# (measured: benchmarks/history/issue-32.md, ninth pass). So below this, even where
+# bfloat16 is native, the fallback is float32: the budget holds where nothing was
+# measured too.
 FALLBACK_BF16_BUDGET_MB = 1900
 
 

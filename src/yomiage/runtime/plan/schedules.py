@@ -15,12 +15,12 @@ WINDOW_CHOICES = (128, 256, 512)
 # OpenVINO keeps every length it has seen, and gains little per frame past 286 padded
 # frames: its schedules stop at 256. They start at 32-frame windows (62 padded, the
 # first window's length, measured anyway): where the time per frame hardly depends on
-# the length while the memory does (with AMX), small windows keep most of bfloat16's
-# speed for a fraction of its memory. Each schedule is (first window, largest window);
-# no two end at the same size. 48-96 is the one schedule of another family: a 97-144
-# frame sentence takes two calls (78 + 126 padded) where the 32-frame family takes
-# three (62 + 94 + 94), for a somewhat longer first call. What each costs per CPU
-# family: benchmarks/RESULTS.md.
+# the length while the memory does (on some CPUs), small windows keep most of
+# bfloat16's speed for a fraction of its memory. Each schedule is (first window, largest
+# window); no two end at the same size. 48-96 is the one schedule of another family: a
+# 97-144 frame sentence takes two calls (78 + 126 padded) where the 32-frame family
+# takes three (62 + 94 + 94), for a somewhat longer first call. Measured:
+# benchmarks/history/issue-32.md, fourth pass (small windows) and thirteenth (48-96).
 OPENVINO_SCHEDULES = ((32, 32), (32, 64), (32, 128), (32, 256), (48, 96))
 
 
@@ -35,8 +35,8 @@ def candidates(
     faster than ONNX Runtime's, but end to end it was no faster or slower, its threads
     sharing the cores with ONNX Runtime's graphs between its calls (which a
     decoder-alone measurement cannot see), and it holds hundreds of MB more
-    (``benchmarks/RESULTS.md``). The int8 decoder changes the audio more and stays an
-    explicit choice.
+    (measured: ``benchmarks/history/issue-13.md`` and ``issue-32.md``, tenth pass).
+    The int8 decoder changes the audio more and stays an explicit choice.
 
     ``layouts``: other layouts of the decoder's stages to try on ONNX Runtime, besides
     the bundle's own (:mod:`yomiage.runtime.decoder_layouts`)."""
