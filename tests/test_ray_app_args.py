@@ -62,3 +62,11 @@ def test_the_api_key_comes_from_the_replicas_environment(monkeypatch: pytest.Mon
 def test_bad_arguments_are_refused_before_deploying(args: dict[str, object], message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
         app(args)
+
+
+def test_the_budgets_earlier_name_is_taken_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+    args = AppArgs(model=["/voices/a"], memory_budget="900")  # type: ignore[call-arg]
+    assert args.memory_budget_mb == 900 and args.engine_spec().memory_budget_mb == 900
+    assert "memory_budget is now called memory_budget_mb" in caplog.text
+    with pytest.raises(ValueError, match="memory_budget_mb"):
+        AppArgs(model=["/voices/a"], memory_budget_mb=50)

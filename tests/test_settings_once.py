@@ -33,7 +33,19 @@ RAY_ONLY = {"voice", "model", "replicas", "min_replicas", "max_replicas",
 def _serve_actions() -> dict[str, argparse.Action]:
     parser = build_parser()
     (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return {action.dest: action for action in sub.choices["serve"]._actions}
+    # A flag's earlier name shares its dest, unlisted: the flag of the declared name is kept.
+    actions = sub.choices["serve"]._actions
+    return {a.dest: a for a in reversed(actions) if a.help != argparse.SUPPRESS}
+
+
+def test_a_flags_earlier_name_is_taken_with_a_word_about_the_new_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = build_parser()
+    args = parser.parse_args(["serve", "--model", "x", "--memory-budget", "900"])
+    assert args.memory_budget_mb == 900
+    assert "--memory-budget is now --memory-budget-mb" in capsys.readouterr().err
+    assert "--memory-budget " not in parser.format_help()
 
 
 def _front_default(owner: type, name: str) -> Any:
