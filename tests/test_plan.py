@@ -485,7 +485,11 @@ def test_thread_counts_are_measured_only_when_none_was_asked_for(
 def test_the_environment_turns_measuring_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("YOMIAGE_PLAN_MEASURE", "0")
     bert = BertGraph(TINY / "bert", TINY / "bert" / "bert_q8.onnx", None, "q8")
-    assert Planner(Sessions(2, openvino=False), bert).request.measuring() is False
+    assert Planner(Sessions(2, openvino=False), bert).request.measuring() == "off"
+    monkeypatch.setenv("YOMIAGE_PLAN_MEASURE", "1")
+    assert Planner(Sessions(2, openvino=False), bert).request.measuring() == "now"
+    monkeypatch.delenv("YOMIAGE_PLAN_MEASURE")
+    assert Planner(Sessions(2, openvino=False), bert).request.measuring() == "later"
 
 
 def test_the_plan_file_is_plain_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,8 @@ def test_package_exports() -> None:
 
 def test_tts_surface(engine: TTS) -> None:
     assert _public(TTS) == {
-        "add_word", "close", "closed", "frontend", "load", "pre_download", "prepare", "remove_word",
+        "add_word", "close", "closed", "frontend", "load", "measure_plans", "pre_download", "prepare",
+        "remove_word",
         "speakers", "unload", "update_words", "words",
     }  # fmt: skip
     assert {k for k in vars(engine) if not k.startswith("_")} == {

@@ -212,6 +212,27 @@ class TTS:
                 speaker.warm()
         return self
 
+    def measure_plans(self, stop: threading.Event | None = None) -> list[str]:
+        """Measure on this machine the plan of each loaded voice that has none kept yet
+        (minutes each; a load never waits for it, and runs meanwhile by the plan shipped
+        for its CPU family, or a fixed one). The measurements are kept in the cache and
+        taken from the next load on. ``stop``, once set, ends the measuring process in
+        hand (``MeasureInterrupted``; what was measured stays kept, the rest is measured
+        at the next call): a server measures so in its idle time. The names of the
+        voices measured now."""
+        with self._lock:
+            self._check_open()
+            pipeline = self._pipeline
+            loaded = {n: self._declared[n] for n in self._speakers if n in self._declared}
+        measure = getattr(pipeline.backend, "measure_plan", None) if pipeline else None
+        if measure is None:  # not prepared, or a backend without plans (PyTorch)
+            return []
+        measured = []
+        for name, source in loaded.items():
+            if measure(self._artifacts.voice_folder(name, source), stop):
+                measured.append(name)
+        return measured
+
     def pre_download(self) -> list[Path]:
         """Fetch every declared voice and its BERT into the cache; load nothing.
 

@@ -77,6 +77,9 @@ class EngineSpec:
         metavar="PATH",
     )  # fmt: skip
     limits: Limits | None = None
+    # When each voice's plan is measured (TTS's measure_plan): None, never at load;
+    # True, at load where nothing is kept (``yomiage bench``).
+    measure_plan: bool | None = None
     reading: str = setting(
         DEFAULT_READING, "--reading",
         "natural: words read as people read them; sbv2: exactly the reading SBV2 voices were "
@@ -106,6 +109,7 @@ class EngineSpec:
             offline=True if self.offline else None,
             decoder_precision=self.decoder_precision,
             memory_budget_mb=self.memory_budget_mb,
+            measure_plan=self.measure_plan,
             reading=self.reading,
         )
         try:

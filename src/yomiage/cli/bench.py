@@ -184,6 +184,9 @@ def run(args: argparse.Namespace) -> int:
     threads = thread_counts(args.threads, machine["physical_cores"])
     decoders = list(args.decoder)
     base = engine_spec(argparse.Namespace(**{**vars(args), "threads": None, "decoder": "auto"}))
+    # bench is where this machine's plan is measured, where none is kept yet: a load
+    # elsewhere never waits for it (it takes the plan shipped for the CPU family).
+    base = replace(base, measure_plan=True)
     if len(base.voices) != 1:
         raise ValueError("bench measures one voice: give --voice NAME or --model SOURCE, not both")
     base.declare().close()  # an unknown voice or device, before any process starts

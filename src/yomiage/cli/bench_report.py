@@ -227,7 +227,7 @@ def faster_over_budget(options: list[dict[str, Any]], budget_mb: int) -> list[di
     chosen = options[0]["predicted_decode_s"]
     faster = [
         o for o in options[1:]
-        if o["peak_mb"] > budget_mb and o["predicted_decode_s"] * FASTER_WORTH <= chosen
+        if round(o["peak_mb"]) > budget_mb and o["predicted_decode_s"] * FASTER_WORTH <= chosen
     ]  # fmt: skip
     if not faster:
         return []

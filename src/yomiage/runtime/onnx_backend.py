@@ -11,6 +11,7 @@ both are :class:`~yomiage.runtime.voice.Voice` objects.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -95,6 +96,14 @@ class OnnxBackend:
     def plan(self, folder: Path) -> Plan:
         """The plan a bundle in ``folder`` runs by (may measure, once per CPU)."""
         return self.planner.plan_for(read_manifest(folder))
+
+    def measure_plan(self, folder: Path, stop: threading.Event | None = None) -> bool:
+        """Measure this machine's plan for the bundle in ``folder`` now, where none is
+        kept (:meth:`Planner.measure <yomiage.runtime.plan.planner.Planner.measure>`;
+        False for a HayaKoe folder, which has no plan)."""
+        if detect_layout(folder) is VoiceLayout.HAYAKOE:
+            return False
+        return self.planner.measure(read_manifest(folder), stop)
 
     def load_voice(self, folder: Path | str) -> OnnxVoice:
         """A yomiage bundle (``voice.json``) or a HayaKoe speaker folder."""

@@ -33,17 +33,26 @@ import logging
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import Any
 
 from yomiage.lifeline import child_environment
 from yomiage.runtime.engines.placement import OPENVINO_BF16, ORT_FP32, Placement
+from yomiage.runtime.plan.disturbance import DISTURBED_CORES, CpuClock
+from yomiage.runtime.plan.job import MeasureJob
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 from yomiage.runtime.plan.request import MEASURE_ENV, PlanRequest
 from yomiage.runtime.plan.schedules import openvino_first_window
-from yomiage.runtime.plan.steps import MeasuredSteps, MeasureError, step_name
+from yomiage.runtime.plan.steps import (
+    MeasureDisturbed,
+    MeasuredSteps,
+    MeasureError,
+    MeasureInterrupted,
+    step_name,
+)
 from yomiage.runtime.plan.value import DecoderChoice, Plan
 
 __all__ = ["CALL_TIMEOUT_S", "MeasureError", "MeasureJob", "MeasuredSteps",
@@ -52,41 +61,13 @@ __all__ = ["CALL_TIMEOUT_S", "MeasureError", "MeasureJob", "MeasuredSteps",
 log = logging.getLogger(__name__)
 
 CALL_TIMEOUT_S = 600.0
+# Times a measuring process disturbed by other work is run again, a pause between,
+# before the measuring gives up for now (nothing of it kept; the next call resumes).
+DISTURBED_TRIES = 3
+DISTURBED_PAUSE_S = 10.0
 # The key of a measuring process's JSON line that says why it cannot measure here, for
 # good (yomiage.plan_child.measure prints it for a MeasureError of its own).
 REFUSED = "refused"
-
-
-@dataclass(frozen=True)
-class MeasureJob:
-    """What to measure for one voice: its decoder graph, bundle and BERT, and the
-    lengths to time on each engine and precision (the union of its candidate
-    schedules' lengths); ``layouts``, the decoder in other layouts of its stages
-    (:mod:`yomiage.runtime.decoder_layouts`: layout -> graph) to time on ONNX
-    Runtime float32 as well."""
-
-    decoder: Path
-    bundle: Path
-    bert: Path
-    tokenizer: Path | None
-    bert_precision: str
-    threads: int
-    lengths: Mapping[Placement, tuple[int, ...]]
-    thread_choices: tuple[int, ...]  # counts to time ``threads_length`` at (``threads`` too)
-    threads_length: int
-    ort_windows: tuple[int, ...]  # ONNX Runtime schedules whose whole peak to measure
-    context: int
-    compiled_dir: Path | None
-    layouts: Mapping[int, Path] = field(default_factory=dict)
-    # Where to time the flow besides ONNX Runtime float32, each with the decoder in
-    # bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size with its
-    # schedule's first window: schedules.openvino_first_window).
-    flows: tuple[Placement, ...] = ()
-    openvino_windows: tuple[int, ...] = ()
-    # For an engine that keeps every length it meets: its lengths in groups
-    # (schedules.schedule_families), each timed in a process of its own so that no group's
-    # lengths count in another's memory. None given: all of ``lengths`` in one process.
-    families: Mapping[Placement, tuple[tuple[int, ...], ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -151,13 +132,16 @@ def measure(
     job: MeasureJob,
     steps: MeasuredSteps | None = None,
     progress: Callable[[str], None] = log.warning,
+    stop: threading.Event | None = None,
 ) -> Measurements:
     """The decoder on each engine and precision of ``job.lengths`` (and in each of
     ``job.layouts``), and the floor, each in a fresh process. ``steps``: the outcomes
     kept from earlier starts (a step with one is not run again) and where each new
     one is kept as it ends (:mod:`yomiage.runtime.plan.steps`; None: nothing kept).
     MeasureError where ONNX Runtime float32 or the floor, which every plan needs,
-    could not be measured."""
+    could not be measured; MeasureDisturbed where other work kept disturbing a process
+    (:mod:`yomiage.runtime.plan.disturbance`), MeasureInterrupted once ``stop`` is set:
+    neither counts as a step's failure, and the steps kept so far stay kept."""
     steps = MeasuredSteps() if steps is None else steps
     decoders, floor, flow_groups = _plan_steps(job)
     every = [*decoders, floor, *(s for group in flow_groups for s in group)]
@@ -191,7 +175,9 @@ def measure(
         else:
             say(f"measuring {step.what}", once=False)
         try:
-            raw = _child(step.args)
+            raw = undisturbed(step.args)
+        except (MeasureInterrupted, MeasureDisturbed):
+            raise  # not the step's failure: measured again at the next call
         except MeasureError as exc:
             return None, str(exc), steps.failed(step.name, exc)
         try:
@@ -202,6 +188,22 @@ def measure(
                 f"measuring {step.args['what']}: {exc}",
                 steps.lasting(step.name) is not None,
             )
+
+    def undisturbed(args: dict[str, Any]) -> dict[str, Any]:
+        """The step's figures from a process no other work disturbed, tried again
+        after a pause where one was."""
+        for attempt in range(1, DISTURBED_TRIES + 1):
+            try:
+                return _child(args) if stop is None else _child(args, stop=stop)
+            except MeasureDisturbed as exc:
+                if attempt == DISTURBED_TRIES:
+                    raise
+                progress(f"{exc}; measured again in {DISTURBED_PAUSE_S:.0f} s")
+                if stop is not None and stop.wait(DISTURBED_PAUSE_S):
+                    raise MeasureInterrupted("measuring stopped") from exc
+                if stop is None:
+                    time.sleep(DISTURBED_PAUSE_S)
+        raise AssertionError("unreachable")
 
     if compile_now:
         say("compiling the decoder on OpenVINO")
@@ -308,23 +310,43 @@ def _plain(job: MeasureJob) -> dict[str, Any]:
     }
 
 
-def _child(args: dict[str, Any]) -> dict[str, Any]:
+def _child(args: dict[str, Any], stop: threading.Event | None = None) -> dict[str, Any]:
     """Run one measuring process; its JSON line. MeasureError where it could not measure:
     ``lasting`` where the process said why (the engine cannot run the graph here), not
-    where it was killed, crashed or ran out of time (that may pass)."""
+    where it was killed, crashed or ran out of time (that may pass); MeasureDisturbed
+    where other work ran beside it; MeasureInterrupted where ``stop`` was set (the
+    process is ended at once)."""
     env = dict(child_environment(), **{MEASURE_ENV: "0"})  # it dies with this process
     command = [sys.executable, "-m", "yomiage.plan_child.measure", json.dumps(args)]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=CALL_TIMEOUT_S, env=env, check=False
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise MeasureError(f"measuring {args['what']} took over {CALL_TIMEOUT_S:.0f} s") from exc
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    if done.returncode != 0 or not lines:
-        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        how = f" ({describe_status(done.returncode)})" if done.returncode else ""
-        raise MeasureError(f"measuring {args['what']} failed{how}: {tail}")
+    what = args["what"]
+    if stop is not None and stop.is_set():
+        raise MeasureInterrupted(f"measuring {what} stopped")
+    before = CpuClock.now()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, env=env)  # fmt: skip
+    deadline = time.monotonic() + CALL_TIMEOUT_S
+    while True:
+        try:
+            stdout, stderr = process.communicate(timeout=0.25)
+            break
+        except subprocess.TimeoutExpired:
+            ended = "stopped" if stop is not None and stop.is_set() else None
+            if ended is None and time.monotonic() > deadline:
+                ended = f"took over {CALL_TIMEOUT_S:.0f} s"
+            if ended is not None:
+                process.kill()
+                process.communicate()
+                if ended == "stopped":
+                    raise MeasureInterrupted(f"measuring {what} stopped") from None
+                raise MeasureError(f"measuring {what} {ended}") from None
+    others = CpuClock.now().other_cores_since(before)
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if process.returncode != 0 or not lines:
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        how = f" ({describe_status(process.returncode)})" if process.returncode else ""
+        raise MeasureError(f"measuring {what} failed{how}: {tail}")
+    if what != "compile" and others is not None and others > DISTURBED_CORES:
+        raise MeasureDisturbed(f"other work kept {others:.2f} cores busy while {what} was measured")
     result: dict[str, Any] = json.loads(lines[-1])
     if REFUSED in result:
         raise MeasureError(f"measuring {args['what']}: {result[REFUSED]}", lasting=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from yomiage.runtime.engines.placement import (
     OPENVINO_BF16,
@@ -135,3 +136,65 @@ class Measurements:
         for an explicit ``bf16`` to be chosen from)."""
         tried = {e.placement for e in self.engines} | set(self.unavailable)
         return all(c.placement in tried for c in choices)
+
+
+def measurements_json(measured: Measurements) -> dict[str, Any]:
+    """``measured`` as a plan file (and a shipped prior) hold it."""
+    return {
+        "floor_mb": measured.floor_mb,
+        "ort_peak_mb": {str(w): mb for w, mb in sorted(measured.ort_peak_mb.items())},
+        "context": measured.context,
+        "unavailable": [[p.engine, p.precision] for p in measured.unavailable],
+        "engines": [
+            {
+                "engine": e.engine,
+                "precision": e.precision,
+                "call_ms": {str(n): ms for n, ms in sorted(e.call_ms.items())},
+                "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
+                "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
+                "layout": e.layout,
+                "balanced_trims": e.balanced_trims,
+            }
+            for e in measured.engines
+        ],
+        "flows": [
+            {
+                "engine": f.placement.engine,
+                "precision": f.placement.precision,
+                "call_ms": {str(n): ms for n, ms in sorted(f.call_ms.items())},
+                "peak_mb": {str(w): mb for w, mb in sorted(f.peak_mb.items())},
+            }
+            for f in measured.flows
+        ],
+    }
+
+
+def measurements_from_json(data: Mapping[str, Any]) -> Measurements:
+    """The measurements a plan file (or a shipped prior) holds (ValueError, KeyError or
+    TypeError for what is not: an engine or a precision the table has no row for, say)."""
+    engines = []
+    for e in data["engines"]:
+        placement = Placement.parse(e["engine"], e["precision"])  # ValueError: unknown
+        engines.append(
+            EngineTimings(
+                placement.engine,
+                placement.precision,
+                {int(n): float(ms) for n, ms in e["call_ms"].items()},
+                {int(n): float(mb) for n, mb in e["memory_mb"].items()},
+                {int(t): float(ms) for t, ms in e.get("threads_ms", {}).items()},
+                int(e.get("layout", 0)),
+                bool(e.get("balanced_trims", False)),
+            )
+        )
+    ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}
+    unavailable = tuple(Placement.parse(str(e), str(p)) for e, p in data.get("unavailable", []))
+    flows = tuple(
+        FlowTimings(
+            Placement.parse(f["engine"], f["precision"]),
+            {int(n): float(ms) for n, ms in f["call_ms"].items()},
+            {int(w): float(mb) for w, mb in f["peak_mb"].items()},
+        )
+        for f in data.get("flows", [])
+    )
+    return Measurements(float(data["floor_mb"]), tuple(engines), int(data["context"]), ort_peaks,
+                        unavailable, flows)  # fmt: skip

@@ -8,11 +8,15 @@ The order of the decision, all of it here:
 2. A small decoder (the committed tiny voice): ONNX Runtime float32 (bf16 if asked),
    as :mod:`yomiage.runtime.engines.placement` explains.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
-   cache to keep it in: :func:`fallback_plan`.
+   cache to keep measurements in: :func:`fallback_plan`.
 4. Otherwise the measurements kept for this CPU, voice architecture, threads (or
-   the counts to choose among, when none was asked for) and engine versions,
-   measured once now if there are none (:mod:`yomiage.runtime.plan.measure`,
-   minutes, logged as it goes), and
+   the counts to choose among, when none was asked for) and engine versions; where
+   there are none, those shipped for this CPU family
+   (:mod:`yomiage.runtime.plan.priors`), else :func:`fallback_plan`: a load never
+   waits for measuring, unless ``measure_plan=True`` asks it to. This machine is
+   measured by :meth:`Planner.measure` (``yomiage bench``, a server's idle time;
+   :mod:`yomiage.runtime.plan.measure`, minutes, logged as it goes), and its
+   measurements are taken from the next load on. Then
    :func:`~yomiage.runtime.plan.choose.choose_plan` over the choices the requested
    precision allows. A measurement that fails falls back, with the reason logged.
    One process measures a key at a time, the others wait for its result
@@ -40,7 +44,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from yomiage.runtime.bundle import VoiceManifest, graph_bytes
-from yomiage.runtime.chunking import DEFAULT_WINDOW_FRAMES
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
 from yomiage.runtime.engines.placement import (
@@ -48,20 +51,20 @@ from yomiage.runtime.engines.placement import (
     OPENVINO_BF16,
     ORT_FP32,
     ORT_INT8,
-    Placement,
 )
 from yomiage.runtime.plan.checks import measurements_problem
-from yomiage.runtime.plan.choose import REFERENCE, choose_plan, first_call_lengths
+from yomiage.runtime.plan.choose import choose_plan
+from yomiage.runtime.plan.job import measure_job
 from yomiage.runtime.plan.lock import measuring_turn
 from yomiage.runtime.plan.measure import (
     MeasuredSteps,
     MeasureError,
-    MeasureJob,
     measure,
 )
 from yomiage.runtime.plan.measurements import Measurements
+from yomiage.runtime.plan.priors import PRIORS_DIR, cpu_family, prior_for
 from yomiage.runtime.plan.request import MEASURE_ENV, PlanRequest
-from yomiage.runtime.plan.schedules import candidates, schedule_families
+from yomiage.runtime.plan.schedules import candidates
 from yomiage.runtime.plan.store import PlanKey, PlanStore, cpu_identity, voice_architecture
 from yomiage.runtime.plan.value import DecoderChoice, Plan
 
@@ -75,8 +78,9 @@ log = logging.getLogger(__name__)
 # memory) and a full-size SBV2 decoder's 14.6 M (OpenVINO about twice as fast).
 OPENVINO_MIN_DECODER_BYTES = 4_000_000
 
-# Takes the measurements of a job: measure() itself, resuming from and keeping to the steps.
-Measure = Callable[[MeasureJob, MeasuredSteps], Measurements]
+# Takes the measurements of a job: measure() itself, resuming from and keeping to the steps
+# (and ending at a ``stop`` event, where one is given).
+Measure = Callable[..., Measurements]
 
 
 @dataclass(frozen=True)
@@ -103,11 +107,12 @@ class Planner:
         compiled_dir: Path | None = None,
         layouts: DecoderLayouts | None = None,
         measure_fn: Measure = measure,
+        priors_dir: Path = PRIORS_DIR,
     ) -> None:
         """``request``: what every plan is asked for (None: the defaults). ``store``
         keeps the measurements (None: nothing is measured); ``layouts`` keeps decoders
         made in other layouts (None: only the bundle's own is tried). ``measure_fn``
-        takes the measurements (tests give their own)."""
+        takes the measurements, ``priors_dir`` holds those shipped (tests give their own)."""
         self.sessions = sessions
         self.bert = bert
         self.request = request if request is not None else PlanRequest()
@@ -115,6 +120,7 @@ class Planner:
         self.compiled_dir = compiled_dir
         self.layouts = layouts
         self._measure = measure_fn
+        self.priors_dir = priors_dir
         self._lock = threading.Lock()
 
     def plan_for(self, manifest: VoiceManifest) -> Plan:
@@ -183,22 +189,34 @@ class Planner:
         native = has_openvino and self.sessions.native_bf16
         allowed = self._allowed(has_openvino, native, self._other_layouts(manifest))
         measuring = request.measuring()
-        if not measuring or self.store is None:
-            why = "measuring is off" if not measuring else "no cache to keep it in"
+        if measuring == "off" or self.store is None:
+            why = "measuring is off" if measuring == "off" else "no cache to keep it in"
             return self._fallback(has_openvino, native, why)
         key = self._key(manifest)
+        failed = None
         with self._lock:
-            try:
-                measured, when = self._kept_or_measured(manifest, key, allowed)
-            except MeasureError as exc:
-                log.warning("could not measure a plan (%s); using the fallback", exc)
-                return self._fallback(has_openvino, native, f"measuring failed ({exc})")
+            kept = _covering(self.store.load(key), allowed)
+            if kept is None and measuring == "now":
+                try:
+                    kept = self._kept_or_measured(manifest, key, allowed)
+                except MeasureError as exc:
+                    log.warning("could not measure a plan (%s); using what is known", exc)
+                    failed = f"measuring failed ({exc})"
+        if kept is not None:
+            measured, basis = kept[0], f"measured on {key.cpu} ({kept[1]})"
+        else:  # nothing kept: what was measured on this CPU family, else the fallback
+            prior = prior_for(key, self.priors_dir)
+            if prior is None or not prior.measurements.covers(allowed):
+                family = cpu_family(key.cpu_flags)
+                why = failed or f"no plan measured on this machine yet, none shipped for {family}"
+                return self._fallback(has_openvino, native, why)
+            measured, basis = prior.measurements, prior.basis()
         try:
             plan = choose_plan(
                 measured,
                 request,
                 threads=threads,
-                basis=f"measured on {key.cpu} ({when})",
+                basis=basis,
                 allowed=allowed,
                 thread_choices=self.sessions.thread_choices,
             )
@@ -211,8 +229,36 @@ class Planner:
             log.warning("plan for %s: %s", manifest.name, plan.describe())
         return plan
 
+    def measure(self, manifest: VoiceManifest, stop: threading.Event | None = None) -> bool:
+        """Measure this machine's plan for a bundle of ``manifest`` now, where none is
+        kept: the minutes a load no longer waits for (``yomiage bench``, a server's idle
+        time). True where measurements were taken and kept; False where there is
+        nothing to measure (kept already, a small decoder, int8, measuring off, no
+        cache). ``stop``, once set, ends the measuring process in hand
+        (:class:`~yomiage.runtime.plan.steps.MeasureInterrupted`: what was kept stays,
+        the rest is measured at the next call). MeasureError where it cannot be taken."""
+        request = self.request
+        if request.decoder_precision == "int8" or request.measuring() == "off":
+            return False
+        small = graph_bytes(manifest.file("decoder.onnx")) < OPENVINO_MIN_DECODER_BYTES
+        if self.store is None or small:
+            return False
+        has_openvino = self.sessions.has_openvino
+        native = has_openvino and self.sessions.native_bf16
+        allowed = self._allowed(has_openvino, native, self._other_layouts(manifest))
+        key = self._key(manifest)
+        with self._lock:
+            if _covering(self.store.load(key, quiet=True), allowed) is not None:
+                return False
+            self._kept_or_measured(manifest, key, allowed, stop)
+        return True
+
     def _kept_or_measured(
-        self, manifest: VoiceManifest, key: PlanKey, allowed: tuple[DecoderChoice, ...]
+        self,
+        manifest: VoiceManifest,
+        key: PlanKey,
+        allowed: tuple[DecoderChoice, ...],
+        stop: threading.Event | None = None,
     ) -> tuple[Measurements, str]:
         """The measurements kept for ``key`` if they cover ``allowed``; else those another
         process is taking (waited for), else measured now, resuming from the steps
@@ -236,7 +282,16 @@ class Planner:
                 return kept
             steps = MeasuredSteps(store.steps(key), where=str(path),
                                   keep=functools.partial(store.save_steps, key))  # fmt: skip
-            measured = self._measure_now(manifest, allowed, steps, keeps=problem is None)
+            job = measure_job(manifest, allowed, self.sessions, self.bert, self.layouts,
+                              self.compiled_dir)  # fmt: skip
+            where = f"kept in {store.root}; " if problem is None else ""
+            log.warning("choosing how to run %s on this CPU: measuring %d engine(s), once "
+                        "(%s%s=0 skips it)", manifest.name, len(job.lengths), where,
+                        MEASURE_ENV)  # fmt: skip
+            if stop is not None:  # a server's idle time: a request ends it
+                measured = self._measure(job, steps, stop=stop)
+            else:
+                measured = self._measure(job, steps)
             counts = (key.threads, *key.thread_choices)
             nonsense = measurements_problem(measured, context=manifest.receptive_field_frames,
                                             thread_counts=counts)  # fmt: skip
@@ -289,67 +344,6 @@ class Planner:
         engines = tuple((e.name, e.version() or "none") for e in ENGINES.values())
         sessions = self.sessions
         return PlanKey(cpu, flags, sessions.threads, sessions.thread_choices, architecture, engines)
-
-    def _measure_now(
-        self,
-        manifest: VoiceManifest,
-        allowed: tuple[DecoderChoice, ...],
-        steps: MeasuredSteps,
-        *,
-        keeps: bool = True,
-    ) -> Measurements:
-        context = manifest.receptive_field_frames
-        # The whole peak is measured for the ONNX Runtime schedules (its decoder shares
-        # the arena the other graphs use).
-        ort_windows = {c.window_frames for c in (*allowed, REFERENCE) if c.placement == ORT_FP32}
-        lengths: dict[Placement, set[int]] = {}
-        for c in (*allowed, REFERENCE):
-            lengths.setdefault(c.placement, set()).update(c.lengths(context))
-            if not c.keeps_shapes:  # its first window is chosen by its own call's time
-                lengths[c.placement].update(first_call_lengths(context))
-        families = {}
-        for placement in lengths:
-            kept = [c for c in allowed if c.keeps_shapes and c.placement == placement]
-            groups = schedule_families(kept, context)
-            if len(groups) > 1:  # lengths that interleave: a process per group
-                families[placement] = tuple(groups.values())
-        layouts = {}
-        decoder, key = manifest.file("decoder.onnx"), layout_key(manifest.files)
-        if self.layouts is not None and key is not None:
-            for layout in sorted({c.layout for c in allowed if c.layout}):
-                try:
-                    graph = self.layouts.graph(decoder, key, layout)
-                except LayoutError as exc:
-                    log.warning("%s; that layout is left out of the plan", exc)
-                    continue
-                if graph != decoder:  # the bundle's own layout is timed as the bundle's
-                    layouts[layout] = graph
-        bf16_windows = {c.window_frames for c in allowed if c.placement == OPENVINO_BF16}
-        job = MeasureJob(
-            decoder=manifest.file("decoder.onnx"),
-            bundle=manifest.path,
-            bert=self.bert.folder,
-            tokenizer=self.bert.tokenizer,
-            bert_precision=self.bert.precision,
-            threads=self.sessions.threads,
-            lengths={k: tuple(sorted(v)) for k, v in lengths.items()},
-            families=families,
-            thread_choices=self.sessions.thread_choices,
-            threads_length=DEFAULT_WINDOW_FRAMES + 2 * context,  # a full window, padded
-            ort_windows=tuple(sorted(ort_windows)),
-            context=context,
-            compiled_dir=self.compiled_dir,
-            layouts=layouts,
-            # The flow may follow a bfloat16 decoder onto OpenVINO (Measurements.flow_with).
-            flows=(OPENVINO_BF16,) if bf16_windows else (),
-            openvino_windows=tuple(sorted(bf16_windows)),
-        )
-        where = f"kept in {self.store.root}; " if keeps and self.store is not None else ""
-        log.warning(
-            "choosing how to run %s on this CPU: measuring %d engine(s), once (%s%s=0 skips it)",
-            manifest.name, len(lengths), where, MEASURE_ENV,
-        )  # fmt: skip
-        return self._measure(job, steps)
 
 
 def _covering(

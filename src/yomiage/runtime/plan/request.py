@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Literal
 
 from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.engines.placement import PRECISIONS
@@ -19,8 +20,11 @@ DECODER_PRECISIONS: tuple[str, ...] = ("auto", *PRECISIONS)
 DEFAULT_MEMORY_BUDGET_MB = 1000
 # Less than that cannot hold the libraries and a voice at all.
 MIN_MEMORY_BUDGET_MB = 100
-# Set in the measuring processes (and by a user: "0") so that no plan is measured there.
+# Set in the measuring processes (and by a user: "0") so that no plan is measured there;
+# "1" measures at load, as ``measure_plan=True``.
 MEASURE_ENV = "YOMIAGE_PLAN_MEASURE"
+# When a plan is measured on this machine (:meth:`PlanRequest.measuring`).
+Measuring = Literal["now", "later", "off"]
 
 
 @dataclass(frozen=True)
@@ -31,8 +35,12 @@ class PlanRequest:
     the budget), ``fp32``, ``bf16`` (OpenVINO; honoured even where the CPU emulates
     it, with a warning) or ``int8`` (the int8 decoder of bundles converted with
     ``--decoder int8``). ``memory_budget_mb``: the peak resident memory one voice with
-    its BERT may hold. ``measure_plan``: measure the plan on this machine (None:
-    unless ``YOMIAGE_PLAN_MEASURE=0``); off, a fixed plan from the CPU's features.
+    its BERT may hold. ``measure_plan``: True measures the plan on this machine as the
+    voice loads, where nothing is kept yet (minutes, once); None (the default) never
+    makes a load wait: what is kept, else the plan shipped for this CPU family, else a
+    fixed one, and this machine measured when asked (``yomiage bench``, a server's idle
+    time, :meth:`~yomiage.runtime.plan.planner.Planner.measure`); False, a fixed plan
+    from the CPU's features (``YOMIAGE_PLAN_MEASURE`` sets None's: 0 or 1).
     ``windowing``: decoder windows and flow spans that replace the plan's (a
     benchmark's fixed windows; None: the plan's own).
 
@@ -61,9 +69,14 @@ class PlanRequest:
         if self.windowing is not None and not isinstance(self.windowing, Windowing):
             raise ValueError(f"windowing must be a Windowing, not {self.windowing!r}")
 
-    def measuring(self) -> bool:
-        """Whether the plan is measured: as asked, else unless the environment says
-        ``YOMIAGE_PLAN_MEASURE=0`` (read now: a measuring process sets it for itself)."""
-        if self.measure_plan is not None:
-            return self.measure_plan
-        return os.environ.get(MEASURE_ENV, "1").strip() not in ("0", "false", "no")
+    def measuring(self) -> Measuring:
+        """When this machine's plan is measured: ``now`` (at load, where nothing is kept),
+        ``later`` (when asked; a load takes what is kept or shipped) or ``off``; as
+        asked, else as ``YOMIAGE_PLAN_MEASURE`` says (read now: a measuring process
+        sets it for itself)."""
+        asked = self.measure_plan
+        if asked is None:
+            word = os.environ.get(MEASURE_ENV, "").strip().lower()
+            asked = {"0": False, "false": False, "no": False, "1": True, "true": True,
+                     "yes": True}.get(word)  # fmt: skip
+        return "later" if asked is None else "now" if asked else "off"

@@ -45,6 +45,18 @@ class MeasureError(RuntimeError):
         self.lasting = lasting
 
 
+class MeasureInterrupted(MeasureError):
+    """The measuring was stopped from outside (a request reached a server measuring in
+    its idle time): nothing is wrong with the step in hand, which is measured again at
+    the next call and counted as no failure."""
+
+
+class MeasureDisturbed(MeasureError):
+    """Other work ran beside a measuring process
+    (:mod:`yomiage.runtime.plan.disturbance`): its figures are not this machine's, so
+    they are not kept, and the step counts as no failure."""
+
+
 def step_name(what: str, *parts: object) -> str:
     """A step's name: what it measures and the figures that decide its result (engine,
     precision, layout, lengths, thread counts, window sizes), never a path, so that

@@ -32,9 +32,12 @@ from yomiage.atomic import write_atomic
 from yomiage.json_file import read_json_object
 from yomiage.runtime.bundle import graph_bytes
 from yomiage.runtime.engines.cpu import cpu_flags
-from yomiage.runtime.engines.placement import Placement
 from yomiage.runtime.plan.checks import measurements_problem
-from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
+from yomiage.runtime.plan.measurements import (
+    Measurements,
+    measurements_from_json,
+    measurements_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +62,7 @@ FORMAT_VERSION = 11
 # Format 10's word for float32, the one word format 11 spells otherwise.
 _FORMAT_10_FLOAT32 = {"f32": "fp32"}
 # The instruction sets that decide which kernels the engines pick.
-_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
+PLAN_FLAGS = ("avx2", "avx512f", "avx512_bf16", "avx512_vnni", "avx_vnni", "amx_bf16", "amx_int8",
           "asimd", "bf16", "i8mm", "sve")  # fmt: skip
 
 
@@ -81,7 +84,7 @@ class PlanKey:
 
 
 def cpu_identity() -> tuple[str, tuple[str, ...]]:
-    """The CPU's model name and the instruction sets of :data:`_FLAGS` it has (Linux's
+    """The CPU's model name and the instruction sets of :data:`PLAN_FLAGS` it has (Linux's
     ``/proc/cpuinfo``; elsewhere the platform's processor string and no flags)."""
     try:
         text = Path("/proc/cpuinfo").read_text(errors="replace")
@@ -98,7 +101,7 @@ def cpu_identity() -> tuple[str, tuple[str, ...]]:
     parts = [fields.get(k, "") for k in ("model name", "cpu family", "model", "stepping")]
     model = " / ".join(p for p in parts if p) or platform.machine()
     flags = cpu_flags() or frozenset()
-    return model, tuple(f for f in _FLAGS if f in flags)
+    return model, tuple(f for f in PLAN_FLAGS if f in flags)
 
 
 def voice_architecture(
@@ -144,7 +147,7 @@ class PlanStore:
             return None
         warn = log.info if quiet else log.warning
         try:
-            measured = _measurements(data["measurements"])
+            measured = measurements_from_json(data["measurements"])
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             warn("ignoring the plan measurements in %s (%s); measuring again", path, exc)
             return None
@@ -178,7 +181,7 @@ class PlanStore:
         data = {
             "key": _plain(asdict(key)),
             "measured_at": measured_at,
-            "measurements": _measurements_data(measured),
+            "measurements": measurements_json(measured),
             "steps": dict(steps if steps is not None else self.steps(key)),
             "retry": list(retry),
         }
@@ -261,36 +264,6 @@ class PlanStore:
         write_atomic(self.path(key), json.dumps(data, indent=1, ensure_ascii=False))
 
 
-def _measurements_data(measured: Measurements) -> dict[str, Any]:
-    return {
-        "floor_mb": measured.floor_mb,
-        "ort_peak_mb": {str(w): mb for w, mb in sorted(measured.ort_peak_mb.items())},
-        "context": measured.context,
-        "unavailable": [[p.engine, p.precision] for p in measured.unavailable],
-        "engines": [
-            {
-                "engine": e.engine,
-                "precision": e.precision,
-                "call_ms": {str(n): ms for n, ms in sorted(e.call_ms.items())},
-                "memory_mb": {str(n): mb for n, mb in sorted(e.memory_mb.items())},
-                "threads_ms": {str(t): ms for t, ms in sorted(e.threads_ms.items())},
-                "layout": e.layout,
-                "balanced_trims": e.balanced_trims,
-            }
-            for e in measured.engines
-        ],
-        "flows": [
-            {
-                "engine": f.placement.engine,
-                "precision": f.placement.precision,
-                "call_ms": {str(n): ms for n, ms in sorted(f.call_ms.items())},
-                "peak_mb": {str(w): mb for w, mb in sorted(f.peak_mb.items())},
-            }
-            for f in measured.flows
-        ],
-    }
-
-
 def _from_format_10(data: Mapping[str, Any], key: PlanKey) -> dict[str, Any]:
     """A plan file of format 10 as format 11 writes it for ``key``: each precision, in
     the measurements and in the names of the measuring steps kept, spelt anew."""
@@ -322,34 +295,3 @@ def _from_format_10(data: Mapping[str, Any], key: PlanKey) -> dict[str, Any]:
 def _plain(value: Any) -> Any:
     """``value`` as JSON gives it back (tuples as lists), to compare a key with a file's."""
     return json.loads(json.dumps(value))
-
-
-def _measurements(data: Mapping[str, Any]) -> Measurements:
-    """The measurements a plan file holds (ValueError, KeyError or TypeError for what is
-    not: an engine or a precision the table has no row for, say)."""
-    engines = []
-    for e in data["engines"]:
-        placement = Placement.parse(e["engine"], e["precision"])  # ValueError: unknown
-        engines.append(
-            EngineTimings(
-                placement.engine,
-                placement.precision,
-                {int(n): float(ms) for n, ms in e["call_ms"].items()},
-                {int(n): float(mb) for n, mb in e["memory_mb"].items()},
-                {int(t): float(ms) for t, ms in e.get("threads_ms", {}).items()},
-                int(e.get("layout", 0)),
-                bool(e.get("balanced_trims", False)),
-            )
-        )
-    ort_peaks = {int(w): float(mb) for w, mb in data.get("ort_peak_mb", {}).items()}
-    unavailable = tuple(Placement.parse(str(e), str(p)) for e, p in data.get("unavailable", []))
-    flows = tuple(
-        FlowTimings(
-            Placement.parse(f["engine"], f["precision"]),
-            {int(n): float(ms) for n, ms in f["call_ms"].items()},
-            {int(w): float(mb) for w, mb in f["peak_mb"].items()},
-        )
-        for f in data.get("flows", [])
-    )
-    return Measurements(float(data["floor_mb"]), tuple(engines), int(data["context"]), ort_peaks,
-                        unavailable, flows)  # fmt: skip

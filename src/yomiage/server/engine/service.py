@@ -284,6 +284,11 @@ class LocalService:
     def available(self) -> bool:
         return True
 
+    def measure_plans(self, stop: threading.Event) -> list[str]:
+        """This machine's plans for the voices loaded, measured until ``stop``
+        (:meth:`TTS.measure_plans <yomiage.TTS.measure_plans>`)."""
+        return self.tts.measure_plans(stop)
+
     def open(self, request: EngineRequest) -> LocalChunkSource:
         return LocalChunkSource(self.tts, request)
 

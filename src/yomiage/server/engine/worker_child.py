@@ -27,6 +27,7 @@ from typing import Any
 from yomiage.errors import YomiageError
 from yomiage.lifeline import die_with_parent
 from yomiage.progress import progress_to
+from yomiage.server.engine.idle_measuring import IdleMeasuring
 from yomiage.server.engine.service import ChunkSource, SpeechService
 from yomiage.server.engine.worker_logging import LogLevels
 
@@ -74,11 +75,20 @@ def worker_main(conn: Connection, factory: ServiceFactory, log_levels: LogLevels
         conn.send(("failed", _portable(exc)))
         return
     conn.send(("ready", voices))
-    _serve(conn, service)
+    idle = _idle_measuring(service)
+    _serve(conn, service, idle)
+    idle.close()
     os._exit(0)  # skip the interpreter's teardown: native libraries may hold threads
 
 
-def _serve(conn: Connection, service: SpeechService) -> None:
+def _idle_measuring(service: SpeechService) -> IdleMeasuring:
+    """This machine's voice plans measured while the worker is idle (nothing to do for
+    a service that measures none)."""
+    measure = getattr(service, "measure_plans", None)
+    return IdleMeasuring(measure if measure is not None else lambda stop: []).start()
+
+
+def _serve(conn: Connection, service: SpeechService, idle: IdleMeasuring) -> None:
     streams: dict[int, ChunkSource] = {}
     lock = threading.Lock()
     send_lock = threading.Lock()
@@ -91,6 +101,13 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                 conn.send((call_id, False, WorkerError(f"cannot send the result: {exc}")))
 
     def handle(call_id: int, op: str, args: tuple[Any, ...]) -> None:
+        idle.begin()  # a measuring in the idle time stops for it
+        try:
+            run(call_id, op, args)
+        finally:
+            idle.end()
+
+    def run(call_id: int, op: str, args: tuple[Any, ...]) -> None:
         reply(call_id, None, None)  # begun: from here on, this call may be what kills us
         try:
             value: Any = None
@@ -99,6 +116,7 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                 source = service.open(request)
                 with lock:
                     streams[stream_id] = source
+                idle.begin()  # an open stream is work until it is closed
             elif op == "next":
                 with lock:
                     source = streams[args[0]]
@@ -108,6 +126,7 @@ def _serve(conn: Connection, service: SpeechService) -> None:
                     closing = streams.pop(args[0], None)
                 if closing is not None:
                     closing.close()
+                    idle.end()
             elif op == "load_voice":  # (name, source, warm): the voices now loaded
                 name, voice_source, warm = args
                 # Each step of a long load (a plan measured) moves the call's deadline.
