@@ -458,3 +458,48 @@ def test_openvino_sees_only_the_window_lengths_whatever_the_text(test_voice: Pat
         assert seen <= set(lengths), f"{sorted(seen)} not within {lengths}"
     finally:
         tts.close()
+
+
+@needs_openvino
+def test_a_graph_not_compiled_yet_is_compiled_in_a_child_process_first(
+    test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 48: compiling in the voice's own process raised its first load's peak past
+    what the plan predicted; the blob is written by a child, and the voice maps it."""
+    import subprocess
+
+    from yomiage.runtime.engines import compile_ahead as ahead
+
+    children: list[list[str]] = []
+    run = subprocess.run
+
+    def recording(command: list[str], **kw: Any) -> Any:
+        children.append(command)
+        return run(command, **kw)
+
+    monkeypatch.setattr(ahead.subprocess, "run", recording)
+    sessions = Sessions(1, cache_dir=tmp_path, compile_ahead=True)
+    graph = sessions.open(test_voice / "decoder.onnx", OPENVINO_FP32, sha256="x")
+    assert graph.placement == OPENVINO_FP32
+    assert len(children) == 1 and "yomiage.plan_child.compile" in children[0]
+    assert list(tmp_path.glob("*/x/*.blob"))
+    Sessions(1, cache_dir=tmp_path, compile_ahead=True).open(
+        test_voice / "decoder.onnx", OPENVINO_FP32, sha256="x"
+    )
+    assert len(children) == 1  # compiled once: the next load maps the blob
+
+
+@needs_openvino
+def test_a_failed_compile_ahead_compiles_in_process(
+    test_voice: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    from yomiage.runtime.engines import compile_ahead as ahead
+
+    monkeypatch.setattr(ahead.sys, "executable", "/nonexistent/python")
+    with caplog.at_level(logging.WARNING):
+        graph = Sessions(1, cache_dir=tmp_path, compile_ahead=True).open(
+            test_voice / "decoder.onnx", OPENVINO_FP32, sha256="x"
+        )
+    assert graph.placement == OPENVINO_FP32
+    assert "compiling decoder.onnx ahead failed" in caplog.text

@@ -235,7 +235,8 @@ def _compile(args: dict[str, Any]) -> dict[str, Any]:
     from yomiage.runtime.engines.placement import OPENVINO, Placement
     from yomiage.runtime.engines.sessions import Sessions
 
-    sessions = Sessions(args["threads"], cache_dir=Path(args["compiled_dir"]), openvino=True)
+    sessions = Sessions(args["threads"], cache_dir=Path(args["compiled_dir"]), openvino=True,
+                        compile_ahead=False)  # this is the process that compiles  # fmt: skip
     if not sessions.has_openvino:
         raise MeasureError("OpenVINO is not available")
     compiled, sha256 = [], _cache_key(args)

@@ -70,7 +70,10 @@ class OnnxBackend:
         ``openvino=False`` runs every graph on ONNX Runtime."""
         self.plan_request = plan_request if plan_request is not None else PlanRequest()
         self.verified_dir = verified_dir
-        self.sessions = Sessions(threads, cache_dir=compiled_dir, openvino=openvino)
+        # A voice compiles a graph for OpenVINO in a child process, once: compiling
+        # in its own would raise its peak over what the plan predicted.
+        self.sessions = Sessions(threads, cache_dir=compiled_dir, openvino=openvino,
+                                 compile_ahead=True)  # fmt: skip
         self.options = self.sessions.ort_options
         self.bert = OnnxBert(
             Path(bert_dir),

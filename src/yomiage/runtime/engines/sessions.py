@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
+from yomiage.runtime.engines.compile_ahead import compile_ahead, has_blob
 from yomiage.runtime.engines.compiled_cache import checked_cache
 from yomiage.runtime.engines.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
 from yomiage.runtime.engines.mapped_files import drop_resident_pages
@@ -144,16 +145,20 @@ class Sessions:
         *,
         cache_dir: Path | None = None,
         openvino: bool | None = None,
+        compile_ahead: bool = False,
     ) -> None:
         """``openvino=False`` keeps every graph on ONNX Runtime; by default OpenVINO is
         used where it is installed, unless the environment sets ``YOMIAGE_OPENVINO=0``
-        (a way out should an OpenVINO release misbehave on some machine)."""
+        (a way out should an OpenVINO release misbehave on some machine).
+        ``compile_ahead``: a graph whose compiled form is not cached yet is compiled in
+        a child process first (:mod:`yomiage.runtime.engines.compile_ahead`)."""
         self.threads = threads or physical_cores()
         # The counts a plan may choose among: only the one asked for, if one was.
         self.thread_choices = (threads,) if threads else thread_choices()
         self.ort_options = session_options(self.threads)
         self._ort_options_by_threads = {self.threads: self.ort_options}
         self._cache_dir = cache_dir
+        self.compile_ahead = compile_ahead
         if openvino is None:
             openvino = os.environ.get("YOMIAGE_OPENVINO", "1").strip() not in ("0", "false", "no")
         self._core: Any = None if openvino else False
@@ -259,6 +264,10 @@ class Sessions:
             "NUM_STREAMS": 1,
         }
         cache = self._graph_cache(sha256)
+        if cache is not None and sha256 and self.compile_ahead and not has_blob(cache):
+            assert self._cache_dir is not None  # a cache folder is under it
+            compile_ahead(path, precision, sha256, threads, self._cache_dir,
+                          frame_mask=frame_mask)  # fmt: skip
         model, defaults = read_with_inputs(core, path, OVERRIDABLE_INPUTS)
         if frame_mask:
             model = with_frame_mask(model)
