@@ -21,9 +21,18 @@ from yomiage.runtime.plan.value import DecoderChoice
 
 if TYPE_CHECKING:
     from yomiage.runtime.engines.sessions import Sessions
-    from yomiage.runtime.plan.planner import BertGraph
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BertGraph:
+    """The BERT every voice of the backend shares: part of what the floor measures."""
+
+    folder: Path
+    graph: Path
+    tokenizer: Path | None
+    precision: str
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,7 +54,7 @@ from yomiage.runtime.engines.placement import (
 )
 from yomiage.runtime.plan.checks import measurements_problem
 from yomiage.runtime.plan.choose import choose_plan
-from yomiage.runtime.plan.job import measure_job
+from yomiage.runtime.plan.job import BertGraph, measure_job
 from yomiage.runtime.plan.lock import measuring_turn
 from yomiage.runtime.plan.measure import (
     MeasuredSteps,
@@ -81,16 +81,6 @@ OPENVINO_MIN_DECODER_BYTES = 4_000_000
 # Takes the measurements of a job: measure() itself, resuming from and keeping to the steps
 # (and ending at a ``stop`` event, where one is given).
 Measure = Callable[..., Measurements]
-
-
-@dataclass(frozen=True)
-class BertGraph:
-    """The BERT every voice of the backend shares: part of what the floor measures."""
-
-    folder: Path
-    graph: Path
-    tokenizer: Path | None
-    precision: str
 
 
 class Planner:
