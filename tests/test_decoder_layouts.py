@@ -20,9 +20,10 @@ from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
 from yomiage.runtime.engines.sessions import Sessions
+from yomiage.runtime.plan.job import BertGraph
 from yomiage.runtime.plan.measure import MeasureJob
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
-from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import DecoderChoice, Plan

@@ -26,7 +26,8 @@ from yomiage.runtime.engines.placement import (
 )
 from yomiage.runtime.engines.sessions import COMPILED_FORM, Sessions
 from yomiage.runtime.onnx_backend import OnnxBackend
-from yomiage.runtime.plan.planner import OPENVINO_MIN_DECODER_BYTES, BertGraph, Planner
+from yomiage.runtime.plan.job import BertGraph
+from yomiage.runtime.plan.planner import OPENVINO_MIN_DECODER_BYTES, Planner
 from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.value import Plan
 from yomiage.runtime.stage_trims import TRIM_INPUT

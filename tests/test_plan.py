@@ -20,9 +20,10 @@ from yomiage.runtime.plan.choose import (
     first_call_lengths,
     judge,
 )
+from yomiage.runtime.plan.job import BertGraph
 from yomiage.runtime.plan.measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
-from yomiage.runtime.plan.planner import FALLBACK_BF16_BUDGET_MB, BertGraph, Planner, fallback_plan
+from yomiage.runtime.plan.planner import FALLBACK_BF16_BUDGET_MB, Planner, fallback_plan
 from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
 from yomiage.runtime.plan.schedules import candidates
 from yomiage.runtime.plan.store import PlanKey, PlanStore

@@ -23,9 +23,10 @@ from yomiage.runtime.bundle import VoiceManifest, read_manifest
 from yomiage.runtime.engines.placement import ORT_FP32
 from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.plan import measure as plan_measure
+from yomiage.runtime.plan.job import BertGraph
 from yomiage.runtime.plan.measure import MeasureError, MeasureJob
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
-from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
 from yomiage.runtime.plan.store import PlanKey, PlanStore
 

@@ -23,8 +23,9 @@ import pytest
 from yomiage.runtime.bundle import DECODER_GRAPHS, read_manifest
 from yomiage.runtime.chunking import Windowing
 from yomiage.runtime.engines.placement import ORT_FP32
+from yomiage.runtime.plan.job import BertGraph
 from yomiage.runtime.plan.measurements import measurements_from_json as _measurements
-from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import cpu_identity
 

@@ -28,7 +28,8 @@ from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_voice import BundleVoice
-from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.job import BertGraph
+from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import Plan

@@ -52,7 +52,8 @@ voice's plan. Nothing here imports a room above the runtime.
 """
 
 from yomiage.runtime.plan.choose import REFERENCE_SENTENCE_FRAMES, SPEED_WORTH_MEMORY
-from yomiage.runtime.plan.planner import BertGraph, Planner
+from yomiage.runtime.plan.job import BertGraph
+from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB
 from yomiage.runtime.plan.value import DecoderChoice, Plan, PlanOption
 
