@@ -35,12 +35,14 @@ def has_blob(folder: Path) -> bool:
 
 
 def compile_ahead(
-    path: Path, precision: str, sha256: str, threads: int, cache_dir: Path, *, frame_mask: bool
+    path: Path, precision: str, threads: int, folder: Path, *, frame_mask: bool
 ) -> bool:
-    """Compile the graph at ``path`` for OpenVINO in ``precision`` into ``cache_dir`` in a
-    child process; whether it did."""
-    args = {"path": str(path), "precision": precision, "sha256": sha256, "threads": threads,
-            "cache_dir": str(cache_dir), "frame_mask": frame_mask}  # fmt: skip
+    """Compile the graph at ``path`` for OpenVINO in ``precision`` into its cache
+    ``folder`` (``<cache>/<OpenVINO version and form>/<graph sha256>``) in a child
+    process; whether it did."""
+    args = {"path": str(path), "precision": precision, "sha256": folder.name,
+            "threads": threads, "cache_dir": str(folder.parents[1]),
+            "frame_mask": frame_mask}  # fmt: skip
     command = [sys.executable, "-m", "yomiage.plan_child.compile", json.dumps(args)]
     report_progress(f"compiling {path.name} for OpenVINO ({precision}), once per machine")
     try:

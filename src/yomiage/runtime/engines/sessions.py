@@ -264,10 +264,8 @@ class Sessions:
             "NUM_STREAMS": 1,
         }
         cache = self._graph_cache(sha256)
-        if cache is not None and sha256 and self.compile_ahead and not has_blob(cache):
-            assert self._cache_dir is not None  # a cache folder is under it
-            compile_ahead(path, precision, sha256, threads, self._cache_dir,
-                          frame_mask=frame_mask)  # fmt: skip
+        if self.compile_ahead and cache is not None and not has_blob(cache):
+            compile_ahead(path, precision, threads, cache, frame_mask=frame_mask)
         model, defaults = read_with_inputs(core, path, OVERRIDABLE_INPUTS)
         if frame_mask:
             model = with_frame_mask(model)

@@ -179,16 +179,17 @@ class Planner:
         native = has_openvino and self.sessions.native_bf16
         allowed = self._allowed(has_openvino, native, self._other_layouts(manifest))
         measuring = request.measuring()
-        if measuring == "off" or self.store is None:
+        store = self.store
+        if measuring == "off" or store is None:
             why = "measuring is off" if measuring == "off" else "no cache to keep it in"
             return self._fallback(has_openvino, native, why)
         key = self._key(manifest)
         failed = None
         with self._lock:
-            kept = _covering(self.store.load(key), allowed)
+            kept = _covering(store.load(key), allowed)
             if kept is None and measuring == "now":
                 try:
-                    kept = self._kept_or_measured(manifest, key, allowed)
+                    kept = self._kept_or_measured(store, manifest, key, allowed)
                 except MeasureError as exc:
                     log.warning("could not measure a plan (%s); using what is known", exc)
                     failed = f"measuring failed ({exc})"
@@ -231,20 +232,22 @@ class Planner:
         if request.decoder_precision == "int8" or request.measuring() == "off":
             return False
         small = graph_bytes(manifest.file("decoder.onnx")) < OPENVINO_MIN_DECODER_BYTES
-        if self.store is None or small:
+        store = self.store
+        if store is None or small:
             return False
         has_openvino = self.sessions.has_openvino
         native = has_openvino and self.sessions.native_bf16
         allowed = self._allowed(has_openvino, native, self._other_layouts(manifest))
         key = self._key(manifest)
         with self._lock:
-            if _covering(self.store.load(key, quiet=True), allowed) is not None:
+            if _covering(store.load(key, quiet=True), allowed) is not None:
                 return False
-            self._kept_or_measured(manifest, key, allowed, stop)
+            self._kept_or_measured(store, manifest, key, allowed, stop)
         return True
 
     def _kept_or_measured(
         self,
+        store: PlanStore,
         manifest: VoiceManifest,
         key: PlanKey,
         allowed: tuple[DecoderChoice, ...],
@@ -253,8 +256,6 @@ class Planner:
         """The measurements kept for ``key`` if they cover ``allowed``; else those another
         process is taking (waited for), else measured now, resuming from the steps
         kept, each kept as it ends. MeasureError where they cannot be taken."""
-        store = self.store
-        assert store is not None  # plan_for measures only with a store
         kept = _covering(store.load(key), allowed)
         if kept is not None:
             return kept
