@@ -35,15 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         data = read_json_object(args.plan_file)
         raw = data["key"]
-        key = PlanKey(
-            cpu=raw["cpu"],
-            cpu_flags=tuple(raw["cpu_flags"]),
-            threads=int(raw["threads"]),
-            thread_choices=tuple(int(t) for t in raw["thread_choices"]),
-            architecture=tuple((str(n), int(v)) for n, v in raw["architecture"]),
-            engines=tuple((str(n), str(v)) for n, v in raw["engines"]),
-            format=int(raw["format"]),
-        )
+        key = PlanKey.from_json(raw)
         measured = measurements_from_json(data["measurements"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         print(f"plan_prior: {args.plan_file} is not a plan file with measurements: {exc}",

@@ -119,15 +119,7 @@ def _read(path: Path) -> Prior | None:
         if data.get("prior") != PRIOR_FORMAT:
             return None
         raw = data["key"]
-        key = PlanKey(
-            cpu=str(raw["cpu"]),
-            cpu_flags=tuple(str(f) for f in raw["cpu_flags"]),
-            threads=int(raw["threads"]),
-            thread_choices=tuple(int(t) for t in raw["thread_choices"]),
-            architecture=tuple((str(n), int(v)) for n, v in raw["architecture"]),
-            engines=tuple((str(n), str(v)) for n, v in raw["engines"]),
-            format=int(raw["format"]),
-        )
+        key = PlanKey.from_json(raw)
         return Prior(str(data["family"]), key, str(data.get("measured_at", "")),
                      measurements_from_json(data["measurements"]))  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

@@ -82,6 +82,20 @@ class PlanKey:
         text = json.dumps(asdict(self), sort_keys=True, ensure_ascii=False)
         return hashlib.sha256(text.encode("utf-8")).hexdigest()[:24]
 
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> PlanKey:
+        """The key a plan file (or a shipped prior) names (KeyError, TypeError or
+        ValueError for what is not one)."""
+        return cls(
+            cpu=str(raw["cpu"]),
+            cpu_flags=tuple(str(f) for f in raw["cpu_flags"]),
+            threads=int(raw["threads"]),
+            thread_choices=tuple(int(t) for t in raw["thread_choices"]),
+            architecture=tuple((str(n), int(v)) for n, v in raw["architecture"]),
+            engines=tuple((str(n), str(v)) for n, v in raw["engines"]),
+            format=int(raw["format"]),
+        )
+
 
 def cpu_identity() -> tuple[str, tuple[str, ...]]:
     """The CPU's model name and the instruction sets of :data:`PLAN_FLAGS` it has (Linux's
