@@ -13,9 +13,9 @@ import onnx
 import pytest
 
 from yomiage.export.decoder_layout import two_d_from
-from yomiage.plan_child import layout as layout_child
+from yomiage.plan_child import made as made_module
 from yomiage.plan_child.layout import make_layout
-from yomiage.runtime import decoder_layouts
+from yomiage.runtime import made_graphs
 from yomiage.runtime.bundle import read_manifest
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
 from yomiage.runtime.derived import layout_key
@@ -61,7 +61,7 @@ def test_a_layout_that_fails_midway_leaves_nothing(
         path.with_name("decoder.onnx.data").write_bytes(b"half")  # what a crash leaves
         raise failure
 
-    monkeypatch.setattr(layout_child, "_save", broken)
+    monkeypatch.setattr(made_module, "save_graph", broken)
     root = tmp_path / "decoders"
     with pytest.raises(LayoutError, match=r"2-D in .*decoders"):
         make_layout(DECODER, root / "abc-2d1", 1)
@@ -204,7 +204,7 @@ def test_a_made_decoder_that_does_not_load_is_removed_and_the_bundles_own_runs(
     assert key is not None
     made = backend.planner.layouts.graph(DECODER, key, 1)  # type: ignore[union-attr]
     made.with_name("decoder.onnx.data").write_bytes(b"damaged")
-    monkeypatch.setattr(decoder_layouts, "unlike_made", lambda folder, names: {})
+    monkeypatch.setattr(made_graphs, "unlike_made", lambda folder, names: {})
     chosen = Plan(DecoderChoice("onnxruntime", "fp32", layout=1), PlanRequest(), "test",
                   threads=1, decoder_graph=made)  # fmt: skip
     monkeypatch.setattr(backend, "plan", lambda folder: chosen)

@@ -20,10 +20,11 @@ from yomiage.runtime.plan.choose import (
     first_call_lengths,
     judge,
 )
+from yomiage.runtime.plan.fallback import FALLBACK_BF16_BUDGET_MB, fallback_plan
 from yomiage.runtime.plan.job import BertGraph
 from yomiage.runtime.plan.measure import MeasureError, MeasureJob, measure
 from yomiage.runtime.plan.measurements import EngineTimings, Measurements
-from yomiage.runtime.plan.planner import FALLBACK_BF16_BUDGET_MB, Planner, fallback_plan
+from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
 from yomiage.runtime.plan.schedules import candidates
 from yomiage.runtime.plan.store import PlanKey, PlanStore

@@ -356,7 +356,7 @@ class TTS:
     def _make_backend(self, voices: list[Path], sources: list[str | Path]) -> SynthesisBackend:
         bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, sources)
         if self.backend_name == "onnx":
-            from yomiage.runtime.derived import COMPILED_DIR, LAYOUTS_DIR
+            from yomiage.runtime.derived import COMPILED_DIR, FLOWS_DIR, LAYOUTS_DIR
             from yomiage.runtime.onnx_backend import OnnxBackend
 
             return OnnxBackend(
@@ -369,6 +369,7 @@ class TTS:
                 compiled_dir=self._artifacts.cache.root / COMPILED_DIR,
                 plans_dir=self._artifacts.cache.root / "plans",
                 layouts_dir=self._artifacts.cache.root / LAYOUTS_DIR,
+                flows_dir=self._artifacts.cache.root / FLOWS_DIR,
             )
         try:
             from yomiage.runtime.torch_backend import TorchBackend

@@ -77,8 +77,9 @@ class Recommendation:
 
 
 def resolved_precision(runtime: str) -> str | None:
-    """``bf16``, ``int8`` or ``fp32`` from a voice's runtime text, None if it names none."""
-    words = runtime.replace(",", " ").split()
+    """``bf16``, ``int8`` or ``fp32`` from a voice's runtime text (its decoder's, which it
+    names first: the flow's may differ), None if it names none."""
+    words = runtime.split(",")[0].split()
     return next((p for p in PRECISIONS if p in words), None)
 
 

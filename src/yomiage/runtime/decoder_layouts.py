@@ -21,21 +21,16 @@ from __future__ import annotations
 
 import logging
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
-from yomiage.lifeline import child_environment
-from yomiage.progress import report_progress
-from yomiage.runtime.integrity import NOT_RECORDED, unlike_made
+from yomiage.runtime.made_graphs import check_made, kept, make_in_child
 
 log = logging.getLogger(__name__)
 
 # The layouts a plan may choose among besides its bundle's own: the stages of at least
 # this many channels run 2-D (each the fastest on one of the CPUs measured, above).
 LAYOUT_CHOICES = (64, 128)
-MAKE_TIMEOUT_S = 600.0
 # The program that makes one (its arguments: DECODER FOLDER LAYOUT; its error on stderr).
 LAYOUT_CHILD = "yomiage.plan_child.layout"
 # What a graph made here consists of (its weights beside it, as in a bundle).
@@ -49,11 +44,8 @@ class LayoutError(RuntimeError):
 class DecoderLayouts:
     """The decoder graphs made in other layouts, under one folder of the cache.
 
-    A graph is made in a child process (:mod:`yomiage.plan_child.layout`, a program of
-    its own, which may import the export code this package stands below): reading
-    and rewriting it takes the ``onnx`` package, which a serving process otherwise
-    never imports (+12 MB resident), and the full-size decoder's 57 MB of weights once
-    more."""
+    A graph is made in a child process (:mod:`yomiage.plan_child.layout`;
+    :mod:`yomiage.runtime.made_graphs` says why)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -69,31 +61,15 @@ class DecoderLayouts:
         if layout == 0:
             return decoder
         graph = self.folder(key, layout) / "decoder.onnx"
-        if graph.is_file():
-            unlike = unlike_made(graph.parent, MADE_FILES)
-            if not unlike:
-                return graph
-            name, why = next(iter(unlike.items()))
-            level = logging.INFO if why == NOT_RECORDED else logging.WARNING
-            log.log(level, "%s: %s; it is made again", graph.parent / name, why)
-            self.discard(graph)
+        if kept(graph, MADE_FILES):
+            return graph
         started = time.perf_counter()
-        report_progress(f"making {decoder.name} with stages from {layout} channels 2-D")
-        command = [sys.executable, "-m", LAYOUT_CHILD, str(decoder), str(graph.parent), str(layout)]
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=MAKE_TIMEOUT_S,
-                                  check=False, env=child_environment())  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise LayoutError(f"cannot make {decoder.name} in another layout: {exc}") from exc
-        if done.returncode != 0:
-            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            raise LayoutError(tail)
+        what = f"making {decoder.name} with stages from {layout} channels 2-D"
+        make_in_child(LAYOUT_CHILD, [str(decoder), str(graph.parent), str(layout)], what,
+                      LayoutError)  # fmt: skip
         if not graph.is_file():
             return decoder  # it has that layout already
-        unlike = unlike_made(graph.parent, MADE_FILES)
-        if unlike:  # a damaged one that could not be removed (a read-only cache)
-            name, why = next(iter(unlike.items()))
-            raise LayoutError(f"{graph.parent / name}: {why}, and it cannot be made again")
+        check_made(graph, MADE_FILES, LayoutError)
         log.info("made %s (%.1f s)", graph, time.perf_counter() - started)
         return graph
 

@@ -1,10 +1,12 @@
 """What the cache holds that was made from one bundle's graphs, and its removal.
 
-Beside a converted bundle (``converted/<key>/``), running a voice leaves two
+Beside a converted bundle (``converted/<key>/``), running a voice leaves three
 kinds of files made from its graphs, named by their content:
 
 - ``decoders/<layout key>-2d<channels>/``: its decoder in the layout its plan
   chose (:mod:`yomiage.runtime.decoder_layouts`; ~57 MB for the full-size voice);
+- ``flows/<flow key>-bf16w/``: its flow with bfloat16 weights, where a plan's budget
+  needed it (:mod:`yomiage.runtime.light_flows`; ~86 MB for the full-size voice);
 - ``openvino/<version and form>/<graph sha256>/``: what OpenVINO compiled from a
   graph (:class:`~yomiage.runtime.engines.sessions.Sessions`; ~58 MB a precision).
 
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 
 COMPILED_DIR = "openvino"  # under the cache's root: OpenVINO's compiled graphs
 LAYOUTS_DIR = "decoders"  # under the cache's root: decoders made in other layouts
+FLOWS_DIR = "flows"  # under the cache's root: flows made with bfloat16 weights
 
 
 def layout_key(files: Mapping[str, str]) -> str | None:
@@ -39,12 +42,21 @@ def layout_key(files: Mapping[str, str]) -> str | None:
     return f"{graph[:16]}{data[:16]}" if graph and data else None
 
 
+def flow_key(files: Mapping[str, str]) -> str | None:
+    """What names a bundle's flow under :data:`FLOWS_DIR`, as :func:`layout_key` its decoder."""
+    graph, data = files.get("flow.onnx"), files.get("flow.onnx.data")
+    return f"{graph[:16]}{data[:16]}" if graph and data else None
+
+
 def derived_paths(root: Path, files: Mapping[str, str]) -> set[Path]:
     """The folders under cache ``root`` made from the graphs of a bundle with ``files``."""
     found: set[Path] = set()
     key = layout_key(files)
     if key is not None:
         found.update(p for p in (root / LAYOUTS_DIR).glob(f"{key}-2d*") if p.is_dir())
+    key = flow_key(files)
+    if key is not None:
+        found.update(p for p in (root / FLOWS_DIR).glob(f"{key}-*") if p.is_dir())
     for sha256 in set(files.values()):
         found.update(p for p in (root / COMPILED_DIR).glob(f"*/{sha256}") if p.is_dir())
     return found

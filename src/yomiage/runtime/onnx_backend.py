@@ -26,6 +26,7 @@ from yomiage.runtime.engines.onnx_session import session_options
 from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.hayakoe import HayakoeVoice
 from yomiage.runtime.layouts import VoiceLayout, detect_layout
+from yomiage.runtime.light_flows import LightFlows
 from yomiage.runtime.onnx_bert import BERT_PRECISIONS, OnnxBert
 from yomiage.runtime.onnx_voice import BundleVoice
 from yomiage.runtime.plan.job import BertGraph
@@ -59,12 +60,14 @@ class OnnxBackend:
         openvino: bool | None = None,
         plans_dir: Path | None = None,
         layouts_dir: Path | None = None,
+        flows_dir: Path | None = None,
     ) -> None:
         """Each bundle runs by the plan :class:`Planner` makes for it from
         ``plan_request`` (the decoder precision, the memory budget, measuring, the
         windows: :class:`~yomiage.runtime.plan.request.PlanRequest`; None: the
         defaults), measured once per CPU and kept in ``plans_dir``; ``layouts_dir``
-        keeps decoders made in the layout a plan chose. Bundles are checked against
+        keeps decoders made in the layout a plan chose, ``flows_dir`` flows made with
+        bfloat16 weights for a plan's budget. Bundles are checked against
         their recorded sha256 as they load; ``verified_dir`` remembers which files
         were (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's
         compiled graphs (:class:`~yomiage.runtime.engines.sessions.Sessions`);
@@ -95,6 +98,7 @@ class OnnxBackend:
             store=PlanStore(plans_dir) if plans_dir is not None else None,
             compiled_dir=compiled_dir,
             layouts=DecoderLayouts(layouts_dir) if layouts_dir is not None else None,
+            flows=LightFlows(flows_dir) if flows_dir is not None else None,
         )
 
     def plan(self, folder: Path) -> Plan:
@@ -135,13 +139,14 @@ class OnnxBackend:
         try:
             return BundleVoice(folder, self.sessions, plan, verified_dir=self.verified_dir)
         except ModelLoadError as exc:
-            made = plan.decoder_graph
-            if made is None or str(made) not in str(exc):
+            graphs = {"decoder": plan.decoder_graph, "flow": plan.flow_graph}
+            made = next((g for g, path in graphs.items() if path and str(path) in str(exc)), None)
+            if made is None:
                 raise
-            # The decoder made in the plan's layout no longer loads (its files in the
-            # cache damaged since): the bundle's own serves now, the next load makes it again.
-            log.warning("%s; it is removed and the bundle's own decoder runs", exc)
-            plan = self.planner.without_layout(plan)
+            # A graph made for the plan no longer loads (its files in the cache damaged
+            # since): the bundle's own serves now, the next load makes it again.
+            log.warning("%s; it is removed and the bundle's own %s runs", exc, made)
+            plan = self.planner.without_made(plan, made)
             return BundleVoice(folder, self.sessions, plan, verified_dir=self.verified_dir)
 
     def new_rng(self, seed: int | None) -> np.random.Generator:

@@ -31,7 +31,7 @@ from yomiage.runtime.chunking import (
     windows,
 )
 from yomiage.runtime.engines.memory import release_free_memory
-from yomiage.runtime.engines.placement import ORT_FP32, Placement
+from yomiage.runtime.engines.placement import ORT_BF16, ORT_FP32, Placement
 from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import (
     FLOW_BUCKETS,
@@ -106,7 +106,7 @@ class BundleVoice(WindowedVoice):
         self.encoder = sessions.open(m.file("encoder.onnx"), plan.encoder, threads=threads)
         # No compiled-graph cache for the flow: loading its compiled blob back peaked
         # higher than compiling it, for a fraction of a second saved.
-        self.flow = sessions.open(m.file("flow.onnx"), plan.flow, threads=threads,
+        self.flow = sessions.open(plan.flow_file(m), plan.flow, threads=threads,
                                   frame_mask=True)  # fmt: skip
         graph = plan.decoder_file(m)
         sha256 = m.files.get(own) if graph == m.file(own) else None
@@ -308,7 +308,8 @@ class BundleVoice(WindowedVoice):
 
 def _runtime(decoder: Placement, flow: Placement) -> str:
     """What decodes a voice, for people (logs, ``/v1/voices``)."""
-    moved = f", flow {flow.precision} on {flow.engine}" if flow != ORT_FP32 else ""
+    weights = " weights" if flow == ORT_BF16 else ""  # its arithmetic is float32
+    moved = f", flow {flow.precision}{weights} on {flow.engine}" if flow != ORT_FP32 else ""
     return f"decoder {decoder.precision} on {decoder.engine}{moved}"
 
 

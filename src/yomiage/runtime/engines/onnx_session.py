@@ -104,12 +104,21 @@ def session_options(threads: int | None) -> ort.SessionOptions:
     return options
 
 
-def load_session(path: Path, options: ort.SessionOptions) -> ort.InferenceSession:
-    """A CPU session for ``path``; ModelLoadError naming the file if it cannot load."""
+def load_session(
+    path: Path, options: ort.SessionOptions, *, keep_casts: bool = False
+) -> ort.InferenceSession:
+    """A CPU session for ``path``; ModelLoadError naming the file if it cannot load.
+
+    ``keep_casts``: constant folding is off, so that weights stored narrow and cast to
+    float32 in the graph (:mod:`yomiage.export.bf16_weights`) stay narrow: folded, each
+    would be held widened from the load on. The graphs come folded from ``yomiage
+    convert``; what is left to fold is what the Casts are there for."""
     if not path.is_file():
         raise ModelLoadError(f"ONNX graph not found: {path}")
+    unfolded = {"disabled_optimizers": ["ConstantFolding"]} if keep_casts else {}
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"],
+                                    **unfolded)  # fmt: skip
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ModelLoadError(f"cannot load ONNX graph {path}: {exc}") from exc
 

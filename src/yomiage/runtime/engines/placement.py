@@ -15,7 +15,10 @@ Which graph goes where, and why (measured: each graph on each engine in
   (:mod:`yomiage.runtime.plan`);
 * the flow stays on ONNX Runtime in float32 unless a plan whose decoder runs
   bfloat16 on OpenVINO measured it faster there too, padded to a few lengths so
-  the memory it keeps per length stays bounded (:mod:`yomiage.runtime.flow_lengths`);
+  the memory it keeps per length stays bounded (:mod:`yomiage.runtime.flow_lengths`),
+  or a plan's memory budget needs its weights in bfloat16 (``onnxruntime bf16``:
+  the weights rounded to bfloat16, the arithmetic float32;
+  :mod:`yomiage.runtime.light_flows`);
 * the encoder (with the duration predictors) runs on ONNX Runtime in float32: no
   engine was faster on it, and the spline of the stochastic duration predictor
   must stay float32;
@@ -52,7 +55,9 @@ class EngineKind:
     name: Engine
     title: str  # as people read it
     package: str  # its distribution: its version keys plans and compiled graphs
-    precisions: tuple[Precision, ...]  # the decoder precisions it runs
+    # The precisions it runs: of its arithmetic, but for ONNX Runtime's bf16, which keeps
+    # the weights in bfloat16 and computes in float32 (only the flow runs so).
+    precisions: tuple[Precision, ...]
     # It compiles and keeps kernels per input length, never freed: it is shown only a
     # few lengths (fixed decoder windows, flow spans padded to buckets).
     keeps_shapes: bool
@@ -68,7 +73,7 @@ class EngineKind:
             return None
 
 
-ONNXRUNTIME = EngineKind("onnxruntime", "ONNX Runtime", "onnxruntime", ("fp32", "int8"),
+ONNXRUNTIME = EngineKind("onnxruntime", "ONNX Runtime", "onnxruntime", ("fp32", "int8", "bf16"),
                          keeps_shapes=False)  # fmt: skip
 OPENVINO = EngineKind("openvino", "OpenVINO", "openvino", ("fp32", "bf16"), keeps_shapes=True,
                       caches_compiled=True)  # fmt: skip
@@ -77,7 +82,7 @@ ENGINES: Mapping[str, EngineKind] = {e.name: e for e in (ONNXRUNTIME, OPENVINO)}
 
 @dataclass(frozen=True, order=True)
 class Placement:
-    """Where one graph runs: the engine, and the precision of its arithmetic (one the
+    """Where one graph runs: the engine, and the precision it runs the graph in (one the
     engine runs: ValueError otherwise, as for a plan file that names another)."""
 
     engine: Engine
@@ -88,7 +93,7 @@ class Placement:
         if kind is None:
             raise ValueError(f"unknown engine {self.engine!r}")
         if self.precision not in kind.precisions:
-            raise ValueError(f"{kind.title} runs no {self.precision!r} decoder")
+            raise ValueError(f"{kind.title} runs nothing in {self.precision!r}")
 
     @classmethod
     def parse(cls, engine: str, precision: str) -> Placement:
@@ -105,11 +110,13 @@ class Placement:
         return self.kind.keeps_shapes
 
     def __str__(self) -> str:
-        return f"{self.engine} {self.precision}"
+        weights = " weights" if (self.kind, self.precision) == (ONNXRUNTIME, "bf16") else ""
+        return f"{self.engine} {self.precision}{weights}"
 
 
 # The placements the plan names.
 ORT_FP32 = Placement(ONNXRUNTIME.name, "fp32")
 ORT_INT8 = Placement(ONNXRUNTIME.name, "int8")
+ORT_BF16 = Placement(ONNXRUNTIME.name, "bf16")  # bfloat16 weights, float32 arithmetic: the flow
 OPENVINO_FP32 = Placement(OPENVINO.name, "fp32")
 OPENVINO_BF16 = Placement(OPENVINO.name, "bf16")

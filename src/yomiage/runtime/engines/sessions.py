@@ -91,7 +91,8 @@ class GraphSession(Protocol):
 
 class OrtGraph:
     """A graph on ONNX Runtime's CPU provider; ``placement``: ONNX Runtime in the
-    precision its graph is made in (an int8 decoder's QDQ graph, or float32)."""
+    precision its graph is made in (an int8 decoder's QDQ graph, a flow's bfloat16
+    weights, or float32)."""
 
     few_shapes = False
 
@@ -99,7 +100,8 @@ class OrtGraph:
         self, path: Path, options: ort.SessionOptions, placement: Placement = ORT_FP32
     ) -> None:
         self.placement = placement
-        self.session = load_session(path, options)
+        # bf16 on ONNX Runtime: a graph with bfloat16 weights widened as they are used
+        self.session = load_session(path, options, keep_casts=placement.precision == "bf16")
         # with the initializers a caller may override (the decoder's trims)
         overridable = {i.name for i in self.session.get_overridable_initializers()}
         self._inputs = input_names(self.session) | overridable

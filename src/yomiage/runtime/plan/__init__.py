@@ -19,7 +19,7 @@ The order of the decision (:mod:`~yomiage.runtime.plan.planner`):
 2. A small decoder (under 1 M parameters, the committed tiny voice): ONNX Runtime
    float32, bfloat16 if asked; OpenVINO's fixed costs are most of the work there.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
-   cache to keep it in: :func:`~yomiage.runtime.plan.planner.fallback_plan`, a fixed
+   cache to keep it in: :func:`~yomiage.runtime.plan.fallback.fallback_plan`, a fixed
    answer from the CPU's features and the budget.
 4. Otherwise the fastest option whose predicted peak memory fits the budget (the
    lightest of those it cannot tell apart from the fastest), never slower than plain

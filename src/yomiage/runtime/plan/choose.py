@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from yomiage.runtime.chunking import DEFAULT_FIRST_WINDOW_FRAMES, fixed_windows, windows
 from yomiage.runtime.engines.cpu import THREADS_WORTH
-from yomiage.runtime.engines.placement import ORT_FP32
+from yomiage.runtime.engines.placement import ORT_BF16, ORT_FP32
 from yomiage.runtime.plan.measurements import EngineTimings, FlowTimings, Measurements
 from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.value import DecoderChoice, Plan, PlanOption
@@ -43,13 +43,16 @@ def judge(
     measured: Measurements,
     budget_mb: int,
     frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
+    light_flow_mb: float | None = None,
 ) -> PlanOption | None:
     """``choice`` predicted from the measurements (None when its engine or its
     largest length was not measured): seconds of flow and decoder per sentence and
     the peak, with the flow where it may run with it
     (:meth:`~yomiage.runtime.plan.measurements.Measurements.flow_with`) if that is faster and its
-    peak fits ``budget_mb``, else on ONNX Runtime."""
-    variants = judge_variants(choice, measured, budget_mb, frames)
+    peak fits ``budget_mb``, else on ONNX Runtime: in float32, or, where that is over
+    the budget and ``light_flow_mb`` is given (the MB its bfloat16 weights save,
+    :mod:`yomiage.runtime.light_flows`), with bfloat16 weights."""
+    variants = judge_variants(choice, measured, budget_mb, frames, light_flow_mb)
     return variants[0] if variants else None
 
 
@@ -58,6 +61,7 @@ def judge_variants(
     measured: Measurements,
     budget_mb: int,
     frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
+    light_flow_mb: float | None = None,
 ) -> list[PlanOption]:
     """:func:`judge`'s option first, then, where the flow moved with the decoder
     would be faster but not fit ``budget_mb``, that one too (refused): it is what a
@@ -91,6 +95,10 @@ def judge_variants(
         peak = max(measured.floor_mb, measured.ort_peak_mb[choice.window_frames] + extra)
     stays = PlanOption(choice, _with_flow(seconds, measured.flow_on(ORT_FP32), frames), peak,
                        _over(peak, budget_mb))  # fmt: skip
+    if stays.refused is not None and light_flow_mb:
+        # Its weights are all it saves; timed as the float32 flow (it was no slower).
+        lighter = stays.peak_mb - light_flow_mb
+        stays = replace(stays, peak_mb=lighter, refused=_over(lighter, budget_mb), flow=ORT_BF16)
     flow = measured.flow_with(choice)
     if flow is None or choice.window_frames not in flow.peak_mb:
         return [stays]
@@ -135,6 +143,7 @@ def choose_plan(
     allowed: Iterable[DecoderChoice],
     frames: Sequence[int] = REFERENCE_SENTENCE_FRAMES,
     thread_choices: Iterable[int] | None = None,
+    light_flow_mb: float | None = None,
 ) -> Plan:
     """The fastest of ``allowed`` over the reference sentences whose predicted peak
     fits the request's memory budget and (where it asks ``auto``; an explicit
@@ -146,10 +155,12 @@ def choose_plan(
     nothing fits the budget, the option with the least memory is taken (its ``basis``
     says so): a plan that runs is better than none. ``threads`` is the count the
     decoder was measured at; where the chosen engine was measured at other counts too
-    (of ``thread_choices``, when given), :func:`choose_threads` picks among them."""
+    (of ``thread_choices``, when given), :func:`choose_threads` picks among them.
+    ``light_flow_mb``: the flow's bfloat16 weights may bring an option under the budget
+    (:func:`judge`); of even options, one without them is taken first."""
     budget_mb = request.memory_budget_mb
     require_faster = request.decoder_precision == "auto"
-    variants = [judge_variants(c, measured, budget_mb, frames) for c in allowed]
+    variants = [judge_variants(c, measured, budget_mb, frames, light_flow_mb) for c in allowed]
     judged = [v[0] for v in variants if v]
     over_budget = [o for v in variants for o in v[1:]]  # shown, never chosen
     reference = judge(REFERENCE, measured, budget_mb, frames)
@@ -170,7 +181,8 @@ def choose_plan(
     if eligible:
         fastest = min(o.total_s for o in eligible)
         even = [o for o in eligible if o.total_s <= fastest * (1 + SPEED_WORTH_MEMORY)]
-        best = min(even, key=lambda o: (o.peak_mb, round(o.total_s, 4), o.choice))
+        best = min(even, key=lambda o: (o.flow == ORT_BF16, o.peak_mb, round(o.total_s, 4),
+                                        o.choice))  # fmt: skip
         why = basis
     else:
         best = min(options, key=lambda o: (o.peak_mb, o.total_s, o.choice))

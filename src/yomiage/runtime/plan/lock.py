@@ -30,7 +30,7 @@ from filelock import FileLock, Timeout
 
 from yomiage.atomic import write_atomic
 from yomiage.progress import progress_to, report_progress
-from yomiage.runtime.decoder_layouts import MAKE_TIMEOUT_S
+from yomiage.runtime.made_graphs import MAKE_TIMEOUT_S
 from yomiage.runtime.plan.measure import CALL_TIMEOUT_S
 
 log = logging.getLogger(__name__)

@@ -8,13 +8,14 @@ The order of the decision, all of it here:
 2. A small decoder (the committed tiny voice): ONNX Runtime float32 (bf16 if asked),
    as :mod:`yomiage.runtime.engines.placement` explains.
 3. Measuring off (``YOMIAGE_PLAN_MEASURE=0``, ``TTS(measure_plan=False)``) or no
-   cache to keep measurements in: :func:`fallback_plan`.
+   cache to keep measurements in: :func:`~yomiage.runtime.plan.fallback.fallback_plan`.
 4. Otherwise the measurements kept for this CPU, voice architecture, threads (or
    the counts to choose among, when none was asked for) and engine versions; where
    there are none, those shipped for this CPU family
-   (:mod:`yomiage.runtime.plan.priors`), else :func:`fallback_plan`: a load never
-   waits for measuring, unless ``measure_plan=True`` asks it to. This machine is
-   measured by :meth:`Planner.measure` (``yomiage bench``, a server's idle time;
+   (:mod:`yomiage.runtime.plan.priors`), else
+   :func:`~yomiage.runtime.plan.fallback.fallback_plan`: a load never waits for
+   measuring, unless ``measure_plan=True`` asks it to. This machine is measured by
+   :meth:`Planner.measure` (``yomiage bench``, a server's idle time;
    :mod:`yomiage.runtime.plan.measure`, minutes, logged as it goes), and its
    measurements are taken from the next load on. Then
    :func:`~yomiage.runtime.plan.choose.choose_plan` over the choices the requested
@@ -45,15 +46,18 @@ from typing import TYPE_CHECKING
 
 from yomiage.runtime.bundle import VoiceManifest, graph_bytes
 from yomiage.runtime.decoder_layouts import LAYOUT_CHOICES, DecoderLayouts, LayoutError
-from yomiage.runtime.derived import layout_key
+from yomiage.runtime.derived import flow_key, layout_key
 from yomiage.runtime.engines.placement import (
     ENGINES,
     OPENVINO_BF16,
+    ORT_BF16,
     ORT_FP32,
     ORT_INT8,
 )
+from yomiage.runtime.light_flows import LightFlow, LightFlowError, LightFlows
 from yomiage.runtime.plan.checks import measurements_problem
 from yomiage.runtime.plan.choose import choose_plan
+from yomiage.runtime.plan.fallback import fallback_plan
 from yomiage.runtime.plan.job import BertGraph, measure_job
 from yomiage.runtime.plan.lock import measuring_turn
 from yomiage.runtime.plan.measure import (
@@ -96,12 +100,14 @@ class Planner:
         store: PlanStore | None = None,
         compiled_dir: Path | None = None,
         layouts: DecoderLayouts | None = None,
+        flows: LightFlows | None = None,
         measure_fn: Measure = measure,
         priors_dir: Path = PRIORS_DIR,
     ) -> None:
         """``request``: what every plan is asked for (None: the defaults). ``store``
         keeps the measurements (None: nothing is measured); ``layouts`` keeps decoders
-        made in other layouts (None: only the bundle's own is tried). ``measure_fn``
+        made in other layouts (None: only the bundle's own is tried); ``flows``, flows
+        made with bfloat16 weights (None: the flow's weights stay float32). ``measure_fn``
         takes the measurements, ``priors_dir`` holds those shipped (tests give their own)."""
         self.sessions = sessions
         self.bert = bert
@@ -109,6 +115,7 @@ class Planner:
         self.store = store
         self.compiled_dir = compiled_dir
         self.layouts = layouts
+        self.flows = flows
         self._measure = measure_fn
         self.priors_dir = priors_dir
         self._lock = threading.Lock()
@@ -132,13 +139,19 @@ class Planner:
             log.warning("%s; its decoder runs as the bundle has it", exc)
             return self._in_bundle_layout(plan)
 
-    def without_layout(self, plan: Plan) -> Plan:
-        """``plan`` with the bundle's own decoder, its made one removed: what a voice
-        runs once that no longer loads (its files in the cache damaged since; the next
-        load makes it again)."""
-        if self.layouts is not None and plan.decoder_graph is not None:
-            self.layouts.discard(plan.decoder_graph)
-        return self._in_bundle_layout(plan)
+    def without_made(self, plan: Plan, graph: str) -> Plan:
+        """``plan`` with the bundle's own ``graph`` ("decoder" or "flow"), the one made for
+        it removed: what a voice runs once that no longer loads (its files in the cache
+        damaged since; the next load makes it again). Without its light flow, a plan may
+        no longer hold its budget (it says so)."""
+        if graph == "decoder":
+            if self.layouts is not None and plan.decoder_graph is not None:
+                self.layouts.discard(plan.decoder_graph)
+            return self._in_bundle_layout(plan)
+        if self.flows is not None and plan.flow_graph is not None:
+            self.flows.discard(plan.flow_graph)
+        basis = f"{plan.basis}; the flow's weights float32 (its bfloat16 one did not load)"
+        return replace(plan, flow=ORT_FP32, flow_graph=None, basis=basis)
 
     def _in_bundle_layout(self, plan: Plan) -> Plan:
         return replace(plan, decoder=replace(plan.decoder, layout=0), decoder_graph=None)
@@ -202,18 +215,19 @@ class Planner:
                 why = failed or f"no plan measured on this machine yet, none shipped for {family}"
                 return self._fallback(has_openvino, native, why)
             measured, basis = prior.measurements, prior.basis()
+        choices = self.sessions.thread_choices
+        choose = functools.partial(choose_plan, measured, request, threads=threads, basis=basis,
+                                   allowed=allowed, thread_choices=choices)  # fmt: skip
         try:
-            plan = choose_plan(
-                measured,
-                request,
-                threads=threads,
-                basis=basis,
-                allowed=allowed,
-                thread_choices=self.sessions.thread_choices,
-            )
+            plan = choose()
         except ValueError as exc:  # nothing asked for could run here
             log.warning("no measured plan for %s (%s); using the fallback", manifest.name, exc)
             return self._fallback(has_openvino, native, f"nothing measured could run ({exc})")
+        light = self._light_flow(plan, manifest)
+        if light is not None:
+            lighter = choose(light_flow_mb=light.saving_mb)
+            if lighter.flow == ORT_BF16:
+                plan = replace(lighter, flow_graph=light.graph)
         if plan.fits_budget:
             log.info("plan for %s: %s", manifest.name, plan.describe())
         else:  # the budget cannot be held: said whatever the log level
@@ -295,6 +309,32 @@ class Planner:
                             "measures again", store.root, failed)  # fmt: skip
         return measured, when
 
+    def _light_flow(self, plan: Plan, manifest: VoiceManifest) -> LightFlow | None:
+        """The flow with bfloat16 weights, made now if need be, where it may bring a faster
+        option than ``plan``'s under the budget (by at most half the flow's bytes, which
+        the graph's size bounds without reading it), or where nothing fits (it lowers
+        the lightest). None where it cannot, or where the request keeps the weights
+        float32 (``fp32``)."""
+        key = flow_key(manifest.files)
+        if self.flows is None or key is None or self.request.decoder_precision == "fp32":
+            return None
+        budget = self.request.memory_budget_mb
+        bound = graph_bytes(manifest.file("flow.onnx")) / 2 / 2**20
+        might = [o for o in plan.options if o.flow == ORT_FP32]
+        if plan.fits_budget:
+            fastest = plan.options[0].total_s
+            might = [
+                o for o in might
+                if round(o.peak_mb) > budget >= round(o.peak_mb - bound) and o.total_s < fastest
+            ]  # fmt: skip
+        if not might:
+            return None
+        try:
+            return self.flows.flow(manifest.file("flow.onnx"), key)
+        except LightFlowError as exc:
+            log.warning("%s; the flow's weights stay float32", exc)
+            return None
+
     def _other_layouts(self, manifest: VoiceManifest) -> tuple[int, ...]:
         """The layouts to try besides the bundle's own (none without a cache). The one
         the bundle has is timed as its own (no graph is made for it), so that choice
@@ -343,30 +383,3 @@ def _covering(
     """``kept`` if it was measured for every choice of ``allowed`` (None: measured for
     other choices than these, so the steps they lack are measured now)."""
     return kept if kept is not None and kept[0].covers(allowed) else None
-
-
-# The smallest budget under which a plan that measured nothing takes OpenVINO's
-# bfloat16 decoder (256-frame windows) under ``auto``, where bfloat16 is native. Its
-# peak with the full-size voice, as the planner measured it, was over the default budget
-# on every CPU measured and under this one, ONNX Runtime float32's within the default
-# (measured: benchmarks/history/issue-32.md, ninth pass). So below this, even where
-# bfloat16 is native, the fallback is float32: the budget holds where nothing was
-# measured too.
-FALLBACK_BF16_BUDGET_MB = 1900
-
-
-def fallback_plan(
-    request: PlanRequest, *, openvino: bool, native_bf16: bool, threads: int, why: str
-) -> Plan:
-    """The plan without measurements: ONNX Runtime float32, 256-frame windows, the
-    lightest plan on every CPU measured; bfloat16 on OpenVINO where it was asked, or
-    under ``auto`` where the CPU has it natively and the budget is at least
-    :data:`FALLBACK_BF16_BUDGET_MB`, as its memory is not predicted here."""
-    precision = request.decoder_precision
-    native = native_bf16 and precision == "auto"  # float32 asked for: as without bf16
-    roomy = request.memory_budget_mb >= FALLBACK_BF16_BUDGET_MB
-    if precision == "bf16" or (openvino and native and roomy):
-        choice = DecoderChoice.at(OPENVINO_BF16)
-    else:
-        choice = DecoderChoice.at(ORT_FP32)
-    return Plan(choice, request, f"fallback: {why}", threads)

@@ -101,7 +101,8 @@ class Plan:
     no option was predicted to fit the budget and the lightest was taken;
     ``decoder_graph``, a decoder made in the plan's layout of its stages
     (:mod:`yomiage.runtime.decoder_layouts`), None where the bundle's own graph for
-    the decoder's precision runs (:meth:`decoder_file`).
+    the decoder's precision runs (:meth:`decoder_file`); ``flow_graph``, the flow made
+    with bfloat16 weights where the plan runs it so (:mod:`yomiage.runtime.light_flows`).
     """
 
     decoder: DecoderChoice
@@ -115,6 +116,7 @@ class Plan:
     threads_ms: tuple[tuple[int, float], ...] = field(default=(), compare=False)
     fits_budget: bool = True
     decoder_graph: Path | None = None
+    flow_graph: Path | None = None
 
     @property
     def windowing(self) -> Windowing:
@@ -129,6 +131,10 @@ class Plan:
         if self.decoder_graph is not None:
             return self.decoder_graph
         return bundle.file(DECODER_GRAPHS[self.decoder.precision])
+
+    def flow_file(self, bundle: VoiceManifest) -> Path:
+        """The graph file the flow of ``bundle`` loads under this plan."""
+        return self.flow_graph if self.flow_graph is not None else bundle.file("flow.onnx")
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
