@@ -33,6 +33,10 @@ FIRST_CALL_TARGET_MS = 100.0
 # either way, and taking the nearer one cost memory for no speed that could be told
 # apart (measured: benchmarks/history/issue-32.md, seventh pass).
 SPEED_WORTH_MEMORY = 0.03
+# The flow with bfloat16 weights against the float32 one, each call: it widens its 74 MB
+# of weights on every call (the full-size flow alone at 40-495 frames, median of 7
+# paired runs: 1.21x the time on an Intel Xeon with AMX; benchmarks/RESULTS.md).
+LIGHT_FLOW_COST = 1.21
 # What every option is judged against, and under ``auto`` may be no slower than: ONNX
 # Runtime float32 at the default windows (exact, and measured on every machine).
 REFERENCE = DecoderChoice.at(ORT_FP32)
@@ -93,12 +97,15 @@ def judge_variants(
     peak = measured.floor_mb + memory
     if choice.placement == ORT_FP32 and choice.window_frames in measured.ort_peak_mb:
         peak = max(measured.floor_mb, measured.ort_peak_mb[choice.window_frames] + extra)
-    stays = PlanOption(choice, _with_flow(seconds, measured.flow_on(ORT_FP32), frames), peak,
+    fp32_flow = measured.flow_on(ORT_FP32)
+    stays = PlanOption(choice, _with_flow(seconds, fp32_flow, frames), peak,
                        _over(peak, budget_mb))  # fmt: skip
     if stays.refused is not None and light_flow_mb:
-        # Its weights are all it saves; timed as the float32 flow (it was no slower).
+        # Its weights are all it saves; timed as the float32 flow and its widening.
+        light = light_flow_timings(fp32_flow) if fp32_flow is not None else None
         lighter = stays.peak_mb - light_flow_mb
-        stays = replace(stays, peak_mb=lighter, refused=_over(lighter, budget_mb), flow=ORT_BF16)
+        stays = PlanOption(choice, _with_flow(seconds, light, frames), lighter,
+                           _over(lighter, budget_mb), ORT_BF16)  # fmt: skip
     flow = measured.flow_with(choice)
     if flow is None or choice.window_frames not in flow.peak_mb:
         return [stays]
@@ -112,6 +119,13 @@ def judge_variants(
     if moved.refused is not None and stays.refused is None and moved.total_s < stays.total_s:
         return [stays, moved]
     return [stays]
+
+
+def light_flow_timings(fp32: FlowTimings) -> FlowTimings:
+    """The flow with bfloat16 weights (:mod:`yomiage.runtime.light_flows`), predicted from
+    the float32 flow's timings: widening its weights on every call costs
+    :data:`LIGHT_FLOW_COST` of its time."""
+    return FlowTimings(ORT_BF16, {n: ms * LIGHT_FLOW_COST for n, ms in fp32.call_ms.items()})
 
 
 def _with_flow(
