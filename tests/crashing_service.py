@@ -96,3 +96,29 @@ def wait_until_restarted(worker: Any, pid: int | None, timeout: float = 120.0) -
     while not (worker.available and worker.pid not in (None, pid)):
         assert time.monotonic() < end, "the worker did not restart"
         time.sleep(0.05)
+
+
+class _MeasuringService(CrashingService):
+    """Measures "tiny" as soon as the worker is idle, once, and takes the plan so: its card
+    then says so (as a voice loaded anew by a measured plan would)."""
+
+    idle_before_measuring_s = 0.2
+    measured = False
+
+    def measure_plans(self, stop: Any) -> list[str]:
+        if self.measured:
+            return []
+        self.measured = True
+        return ["tiny"]
+
+    def take_measured_plans(self, names: list[str]) -> Any:
+        from dataclasses import replace
+
+        cards = dict(self.voices)
+        cards["tiny"] = replace(cards["tiny"], plan="measured in the idle time")
+        return cards
+
+
+def build_measuring(bundle: str) -> CrashingService:
+    tts = TTS(threads=1).load("tiny", source=Path(bundle)).prepare()
+    return _MeasuringService(tts)

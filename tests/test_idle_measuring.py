@@ -79,3 +79,75 @@ def test_a_failed_measurement_ends_it_and_close_ends_the_waiting() -> None:
     waiting.close()
     waiting.join(3)
     assert not waiting._thread.is_alive()
+
+
+def test_what_is_measured_is_taken_once_quiet_and_calls_wait_for_the_swap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The voices are loaded anew by their measured plans only with no call running, and
+    a call that comes in meanwhile waits for the swap to end (never two loads at once)."""
+    swapping = threading.Event()
+    release = threading.Event()
+    adopted: list[list[str]] = []
+
+    def adopt(names: list[str]) -> None:
+        adopted.append(names)
+        swapping.set()
+        assert release.wait(5)
+
+    with caplog.at_level(logging.INFO):
+        idle = IdleMeasuring(Measuring([["voice"]]), adopt=adopt, idle_s=0.1).start()
+        assert swapping.wait(3)
+        began = threading.Event()
+
+        def call() -> None:
+            idle.begin()
+            began.set()
+            idle.end()
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        time.sleep(0.2)
+        assert not began.is_set()  # held back while the voice is swapped
+        release.set()
+        caller.join(3)
+        assert began.is_set()
+        idle.join(3)
+    assert adopted == [["voice"]]
+    assert "taken once the server is idle" in caplog.text
+    idle.close()
+
+
+def test_a_call_between_the_measuring_and_the_swap_puts_the_swap_off() -> None:
+    order: list[str] = []
+    measuring_done = threading.Event()
+    idle_holder: list[IdleMeasuring] = []
+
+    def measure(stop: threading.Event) -> list[str]:
+        idle_holder[0].begin()  # a call arrives just as the measuring ends
+        order.append("call began")
+        measuring_done.set()
+        return ["voice"]
+
+    idle = IdleMeasuring(measure, adopt=lambda names: order.append("adopted"), idle_s=0.1)
+    idle_holder.append(idle)
+    idle.start()
+    assert measuring_done.wait(3)
+    time.sleep(0.3)
+    assert order == ["call began"]  # not while the call runs
+    order.append("call ended")
+    idle.end()
+    idle.join(3)
+    assert order == ["call began", "call ended", "adopted"]
+
+
+def test_a_swap_that_fails_is_logged_and_calls_go_on(caplog: pytest.LogCaptureFixture) -> None:
+    def adopt(names: list[str]) -> None:
+        raise RuntimeError("cannot load")
+
+    idle = IdleMeasuring(Measuring([["voice"]]), adopt=adopt, idle_s=0.05).start()
+    idle.join(3)
+    assert "taking this machine's measured plans failed" in caplog.text
+    idle.begin()  # not held back
+    idle.end()
+    idle.close()

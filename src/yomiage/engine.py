@@ -17,17 +17,17 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import MappingProxyType, TracebackType
 
 from yomiage.artifacts import Artifacts
-from yomiage.errors import ModelLoadError, NotPreparedError, VoiceNotLoadedError, install_hint
+from yomiage.engine_backend import make_backend
+from yomiage.errors import NotPreparedError, VoiceNotLoadedError
 from yomiage.limits import Limits
 from yomiage.runtime.engines.cpu import physical_cores
 from yomiage.runtime.engines.memory import release_free_memory
 from yomiage.runtime.plan.request import DEFAULT_MEMORY_BUDGET_MB, PlanRequest
-from yomiage.runtime.voice import SynthesisBackend
 from yomiage.sources import lookup
 from yomiage.speaker import Speaker
 from yomiage.synthesis.gate import ComputeGate
@@ -74,10 +74,12 @@ class TTS:
     slower than float32 on ONNX Runtime; ``"fp32"``, ``"bf16"`` (OpenVINO) or
     ``"int8"`` (the opt-in int8 decoder of bundles converted with ``--decoder
     int8``; its error is recorded in the bundle's ``voice.json``) fix the decoder's
-    arithmetic and choose the rest. The plan is measured once per CPU model, voice
-    size and engine versions and kept in the cache (minutes the first time, logged);
-    ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) takes a fixed plan
-    instead. ``docs/performance.md`` explains how to choose a budget.
+    arithmetic and choose the rest. A load never waits for measuring: it takes the
+    plan measured on this machine, else the one shipped for its CPU family, else a
+    fixed one; this machine is measured by :meth:`measure_plans` (``yomiage bench``, a
+    server's idle time) or at load with ``measure_plan=True``, and
+    ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) always takes the fixed
+    plan. ``docs/performance.md`` explains how to choose a budget.
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     ``reading``: ``"natural"`` (default) or ``"sbv2"``, exactly the reading SBV2
@@ -216,10 +218,10 @@ class TTS:
         """Measure on this machine the plan of each loaded voice that has none kept yet
         (minutes each; a load never waits for it, and runs meanwhile by the plan shipped
         for its CPU family, or a fixed one). The measurements are kept in the cache and
-        taken from the next load on. ``stop``, once set, ends the measuring process in
-        hand (``MeasureInterrupted``; what was measured stays kept, the rest is measured
-        at the next call): a server measures so in its idle time. The names of the
-        voices measured now."""
+        taken from the next load on, or now by :meth:`take_measured_plans`. ``stop``,
+        once set, ends the measuring process in hand (``MeasureInterrupted``; what was
+        measured stays kept, the rest is measured at the next call): a server measures
+        so in its idle time. The names of the voices measured now."""
         with self._lock:
             self._check_open()
             pipeline = self._pipeline
@@ -232,6 +234,51 @@ class TTS:
             if measure(self._artifacts.voice_folder(name, source), stop):
                 measured.append(name)
         return measured
+
+    def take_measured_plans(self, names: Iterable[str]) -> list[str]:
+        """Load anew each of the voices ``names`` whose plan the measurements kept since it
+        loaded change (:meth:`measure_plans`), or, where it runs as it did, give it the
+        plan that says so; the names of those changed. The old
+        voice is dropped before the new one loads, so the two never count together
+        against the memory budget: no request may run on the voice meanwhile (the
+        server's worker holds them back while it does this). A voice that cannot load by
+        its new plan loads again by the one it had (logged)."""
+        with self._loading:
+            with self._lock:
+                self._check_open()
+                pipeline = self._pipeline
+                held = {n: (self._speakers[n].plan, self._declared[n]) for n in names
+                        if n in self._speakers and n in self._declared}  # fmt: skip
+            backend = pipeline.backend if pipeline is not None else None
+            if pipeline is None or not hasattr(backend, "load_voice_by"):
+                return []  # not prepared, or a backend without plans (PyTorch)
+            taken = []
+            for name, (plan, source) in held.items():
+                folder = self._artifacts.voice_folder(name, source)
+                now = backend.plan(folder)  # type: ignore[union-attr]
+                if plan is None or now == plan:
+                    continue
+                if not now.runs_otherwise_than(plan):  # it runs as it did: only the words
+                    with self._lock:
+                        self._speakers[name]._relabel(now)
+                    taken.append(name)
+                    continue
+                with self._lock:  # its last reference: its sessions go with it
+                    self._speakers.pop(name)._when_released(release_free_memory)
+                try:
+                    fresh = self._add_voice(pipeline, name, folder)
+                    fresh.warm()
+                    taken.append(name)
+                except Exception:
+                    log.exception("voice %r could not load by its measured plan; it loads "
+                                  "again by the one it had", name)  # fmt: skip
+                    old = backend.load_voice_by(folder, plan)  # type: ignore[union-attr]
+                    fresh = Speaker(name, old, pipeline)
+                self._publish(name, source, fresh)
+                if name in taken:
+                    log.warning("voice %r now runs by this machine's measured plan: %s",
+                                name, fresh.plan.describe() if fresh.plan else "")  # fmt: skip
+            return taken
 
     def pre_download(self) -> list[Path]:
         """Fetch every declared voice and its BERT into the cache; load nothing.
@@ -334,7 +381,11 @@ class TTS:
         """The pipeline, made on the first prepare (under ``_loading``, not ``_lock``)."""
         if self._pipeline is not None:
             return self._pipeline
-        backend = self._make_backend(voices, sources)
+        bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, sources)
+        backend = make_backend(self.backend_name, bert_dir, tokenizer_dir,
+                               cache_root=self._artifacts.cache.root, device=self.device,
+                               threads=self.threads, bert_precision=self.bert_precision,
+                               plan_request=self.plan_request)  # fmt: skip
         slots = max(1, physical_cores() // self.threads) if self.threads else 1
         pipeline = Pipeline(backend, self.frontend, ComputeGate(slots), self.limits,
                             exact_pauses=self.reading == "sbv2")  # fmt: skip
@@ -352,32 +403,6 @@ class TTS:
                 self._speakers[name] = speaker
             else:
                 log.info("voice %r was unloaded while it loaded; dropped", name)
-
-    def _make_backend(self, voices: list[Path], sources: list[str | Path]) -> SynthesisBackend:
-        bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, sources)
-        if self.backend_name == "onnx":
-            from yomiage.runtime.derived import COMPILED_DIR, FLOWS_DIR, LAYOUTS_DIR
-            from yomiage.runtime.onnx_backend import OnnxBackend
-
-            return OnnxBackend(
-                bert_dir,
-                precision=self.bert_precision,
-                threads=self.threads,
-                tokenizer_dir=tokenizer_dir,
-                plan_request=self.plan_request,
-                verified_dir=self._artifacts.cache.root / "verified",
-                compiled_dir=self._artifacts.cache.root / COMPILED_DIR,
-                plans_dir=self._artifacts.cache.root / "plans",
-                layouts_dir=self._artifacts.cache.root / LAYOUTS_DIR,
-                flows_dir=self._artifacts.cache.root / FLOWS_DIR,
-            )
-        try:
-            from yomiage.runtime.torch_backend import TorchBackend
-        except ImportError as exc:
-            raise ModelLoadError(
-                f"the PyTorch backend needs torch: {install_hint('torch')} ({exc})"
-            ) from exc
-        return TorchBackend(bert_dir, device=self.device, threads=self.threads)
 
     def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
         return Speaker(name, pipeline.backend.load_voice(folder), pipeline)

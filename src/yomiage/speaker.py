@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
     from yomiage.options import OptionFields
+    from yomiage.runtime.plan.value import Plan
     from yomiage.runtime.voice import Voice
     from yomiage.synthesis.lengths import PhoneLengths
     from yomiage.synthesis.pipeline import Pipeline
@@ -83,6 +84,11 @@ class Speaker:
         warm_shapes = getattr(self._voice, "warm_shapes", None)
         if warm_shapes is not None:
             warm_shapes()
+
+    def _relabel(self, plan: Plan) -> None:
+        """The plan it runs by, as found anew: the same engines, windows and threads on
+        another basis (this machine's measurements chose what the shipped ones had)."""
+        self.plan = plan
 
     def _when_released(self, callback: Callable[[], object]) -> None:
         """Call ``callback`` once the voice's weights are freed: after it is unloaded and

@@ -134,8 +134,14 @@ class OnnxBackend:
             )
         return voice
 
-    def _load_bundle(self, folder: Path) -> BundleVoice:
-        plan = self.plan(folder)
+    def load_voice_by(self, folder: Path, plan: Plan) -> BundleVoice:
+        """The bundle in ``folder`` by ``plan``, as given: a voice whose measured plan did
+        not load goes back to the one it ran by (:meth:`TTS.take_measured_plans
+        <yomiage.TTS.take_measured_plans>`)."""
+        return self._load_bundle(folder, plan)
+
+    def _load_bundle(self, folder: Path, plan: Plan | None = None) -> BundleVoice:
+        plan = plan if plan is not None else self.plan(folder)
         try:
             return BundleVoice(folder, self.sessions, plan, verified_dir=self.verified_dir)
         except ModelLoadError as exc:

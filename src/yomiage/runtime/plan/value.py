@@ -136,6 +136,15 @@ class Plan:
         """The graph file the flow of ``bundle`` loads under this plan."""
         return self.flow_graph if self.flow_graph is not None else bundle.file("flow.onnx")
 
+    def runs_otherwise_than(self, other: Plan) -> bool:
+        """Whether a voice by this plan runs otherwise than by ``other``: another engine,
+        precision, windows, layout, flow or thread count (not only another basis)."""
+
+        def running(p: Plan) -> tuple[object, ...]:
+            return (p.decoder, p.encoder, p.flow, p.threads, p.request.windowing)
+
+        return running(self) != running(other)
+
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
         flow = f", flow {self.flow}" if self.flow != ORT_FP32 else ""

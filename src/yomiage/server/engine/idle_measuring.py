@@ -6,8 +6,13 @@ machine's own measurements take are spent here instead, in the worker process, o
 no call has run for :data:`IDLE_BEFORE_MEASURING_S`. A call that comes in stops the
 measuring process in hand at once (what was measured stays kept), and measuring goes
 on when the server is idle again; a measurement disturbed by other work on the
-machine is not kept and is tried again after :data:`DISTURBED_BACKOFF_S`. What is
-measured is taken at the server's next start (the log says so).
+machine is not kept and is tried again after :data:`DISTURBED_BACKOFF_S`.
+
+What is measured is taken at once, where ``adopt`` is given: once the worker is quiet
+again, each voice whose plan the measurements change is loaded anew by it
+(:meth:`TTS.take_measured_plans <yomiage.TTS.take_measured_plans>`), while calls that
+come in meanwhile wait (a second or two): a voice is never loaded twice at once, so the
+memory budget holds through the swap. Without ``adopt``, it is taken at the next start.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ DISTURBED_BACKOFF_S = 600.0
 
 # Measures what is left to measure, ending at the event; the voices measured.
 MeasurePlans = Callable[[threading.Event], list[str]]
+# Takes the plans just measured for these voices (no call runs meanwhile).
+AdoptPlans = Callable[[list[str]], None]
 
 
 class IdleMeasuring:
@@ -39,10 +46,13 @@ class IdleMeasuring:
         self,
         measure: MeasurePlans,
         *,
+        adopt: AdoptPlans | None = None,
         idle_s: float = IDLE_BEFORE_MEASURING_S,
         backoff_s: float = DISTURBED_BACKOFF_S,
     ) -> None:
         self._measure = measure
+        self._adopt = adopt
+        self._adopting = False  # set: calls wait in begin() until the voices are swapped
         self.idle_s = idle_s
         self.backoff_s = backoff_s
         self._changed = threading.Condition()
@@ -58,8 +68,11 @@ class IdleMeasuring:
         return self
 
     def begin(self) -> None:
-        """Work began (a call, an open stream): measuring stops now."""
+        """Work began (a call, an open stream): measuring stops now. While voices are
+        being swapped for their measured plans, it waits for that to end first."""
         with self._changed:
+            while self._adopting:
+                self._changed.wait()
             self._busy += 1
             self._stop.set()
 
@@ -114,10 +127,33 @@ class IdleMeasuring:
             except Exception:
                 log.exception("measuring this machine's plan failed")
                 return
-            if measured:
-                log.warning(
-                    "this machine's plan for %s is measured and kept in the cache: "
-                    "it is taken from the server's next start",
-                    ", ".join(measured),
-                )
+            if not measured:
+                return
+            if self._adopt is None:
+                log.warning("this machine's plan for %s is measured and kept in the cache: "
+                            "it is taken from the server's next start",
+                            ", ".join(measured))  # fmt: skip
+                return
+            log.warning("this machine's plan for %s is measured and kept in the cache: "
+                        "taken once the server is idle", ", ".join(measured))  # fmt: skip
+            self._adopt_when_quiet(self._adopt, measured)
+            return
+
+    def _adopt_when_quiet(self, adopt: AdoptPlans, measured: list[str]) -> None:
+        """``adopt`` the voices' plans with no call running and none let in meanwhile."""
+        while self._wait_for_quiet(self.idle_s):
+            with self._changed:
+                if self._busy:  # a call came in since the quiet was seen
+                    continue
+                self._adopting = True
+            try:
+                adopt(measured)
+            except Exception:
+                log.exception("taking this machine's measured plans failed; the voices keep "
+                              "theirs until the next start")  # fmt: skip
+            finally:
+                with self._changed:
+                    self._adopting = False
+                    self._quiet_since = time.monotonic()
+                    self._changed.notify_all()
             return

@@ -289,6 +289,14 @@ class LocalService:
         (:meth:`TTS.measure_plans <yomiage.TTS.measure_plans>`)."""
         return self.tts.measure_plans(stop)
 
+    def take_measured_plans(self, names: list[str]) -> Mapping[str, VoiceCard] | None:
+        """The voices ``names`` loaded anew where their measured plans change how they run
+        (:meth:`TTS.take_measured_plans <yomiage.TTS.take_measured_plans>`; no call may
+        run on them meanwhile): the voices now, or None where none changed."""
+        with self._loading:
+            taken = self.tts.take_measured_plans(names)
+        return self._refresh() if taken else None
+
     def open(self, request: EngineRequest) -> LocalChunkSource:
         return LocalChunkSource(self.tts, request)
 

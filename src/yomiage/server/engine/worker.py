@@ -75,6 +75,7 @@ class WorkerService:
             ready_timeout=ready_timeout,
             log_level=log_level,
             liveness=liveness,
+            voices_changed=self._voices_changed,
         )
         self._supervisor.start()
 
@@ -176,6 +177,14 @@ class WorkerService:
         self.supervisor.close()
 
     # -- the voices -------------------------------------------------------------
+    def _voices_changed(self, voices: Mapping[str, VoiceCard]) -> None:
+        """The child loaded voices anew on its own (by this machine's measured plans):
+        the same names, their cards (plan, runtime) as they are now. Called by the pipe's
+        reader, so never under ``_changing`` (a load holding it waits for that reader):
+        the child sends this before it answers any call it held back meanwhile, so a
+        change's answer, read after it, is assigned after it too."""
+        self._voices = MappingProxyType(dict(voices))
+
     def _change(self, generation: Generation, op: str, *args: Any) -> Mapping[str, VoiceCard]:
         """A voice loaded or unloaded in the child: the voices it has now. A load may take
         as long as a start (a big voice takes a minute; its progress moves the deadline)."""

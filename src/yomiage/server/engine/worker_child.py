@@ -27,7 +27,7 @@ from typing import Any
 from yomiage.errors import YomiageError
 from yomiage.lifeline import die_with_parent
 from yomiage.progress import progress_to
-from yomiage.server.engine.idle_measuring import IdleMeasuring
+from yomiage.server.engine.idle_measuring import IDLE_BEFORE_MEASURING_S, IdleMeasuring
 from yomiage.server.engine.service import ChunkSource, SpeechService
 from yomiage.server.engine.worker_logging import LogLevels
 
@@ -75,23 +75,40 @@ def worker_main(conn: Connection, factory: ServiceFactory, log_levels: LogLevels
         conn.send(("failed", _portable(exc)))
         return
     conn.send(("ready", voices))
-    idle = _idle_measuring(service)
-    _serve(conn, service, idle)
+    send_lock = threading.Lock()
+    idle = _idle_measuring(service, conn, send_lock)
+    _serve(conn, service, idle, send_lock)
     idle.close()
     os._exit(0)  # skip the interpreter's teardown: native libraries may hold threads
 
 
-def _idle_measuring(service: SpeechService) -> IdleMeasuring:
-    """This machine's voice plans measured while the worker is idle (nothing to do for
-    a service that measures none)."""
+def _idle_measuring(
+    service: SpeechService, conn: Connection, send_lock: threading.Lock
+) -> IdleMeasuring:
+    """This machine's voice plans measured while the worker is idle, and taken at once:
+    the voices the new plans change are loaded anew, and the parent is sent the voices
+    as they are then (``(0, None, ("voices", cards))``). Nothing to do for a service
+    that measures none."""
     measure = getattr(service, "measure_plans", None)
-    return IdleMeasuring(measure if measure is not None else lambda stop: []).start()
+    take = getattr(service, "take_measured_plans", None)
+
+    def adopt(names: list[str]) -> None:
+        cards = take(names) if take is not None else None
+        if cards is not None:
+            with send_lock:
+                conn.send((0, None, ("voices", dict(cards))))
+
+    quiet = getattr(service, "idle_before_measuring_s", IDLE_BEFORE_MEASURING_S)
+    measuring = IdleMeasuring(measure if measure is not None else lambda stop: [],
+                              adopt=adopt if take is not None else None, idle_s=quiet)  # fmt: skip
+    return measuring.start()
 
 
-def _serve(conn: Connection, service: SpeechService, idle: IdleMeasuring) -> None:
+def _serve(
+    conn: Connection, service: SpeechService, idle: IdleMeasuring, send_lock: threading.Lock
+) -> None:
     streams: dict[int, ChunkSource] = {}
     lock = threading.Lock()
-    send_lock = threading.Lock()
 
     def reply(call_id: int, ok: bool | None, value: Any) -> None:
         with send_lock:

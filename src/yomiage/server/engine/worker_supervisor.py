@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 # Readies a child just started, given the voices it started with: raises WorkerCrashed
 # or WorkerUnavailable if the child dies meanwhile.
 Prepare = Callable[[Generation, Mapping[str, VoiceCard]], None]
+# Told the voices the child has now, where it changed them on its own (a voice loaded
+# anew by this machine's measured plan: server/engine/idle_measuring.py).
+VoicesChanged = Callable[[Mapping[str, VoiceCard]], None]
 
 
 class Supervisor:
@@ -71,9 +74,11 @@ class Supervisor:
         ready_timeout: float = 120.0,
         log_level: int | None = None,
         liveness: Liveness | None = None,
+        voices_changed: VoicesChanged | None = None,
     ) -> None:
         self._factory = factory
         self._prepare = prepare
+        self._voices_changed = voices_changed
         self._start_timeout = start_timeout
         self._ready_timeout = ready_timeout
         self._log_levels = LogLevels.of_this_process(root=log_level)
@@ -238,6 +243,9 @@ class Supervisor:
         try:
             while True:
                 call_id, ok, value = generation.conn.recv()
+                if call_id == 0 and ok is None:  # a message of the child's own
+                    self._child_says(value)
+                    continue
                 with self._lock:
                     if ok is None:  # not an answer: the child began the call, or (a
                         # value) a voice it loads moved on a step: the load's deadline too
@@ -255,6 +263,11 @@ class Supervisor:
                 log.error("the pipe to the synthesis worker broke: %s", exc)
         finally:
             self._lost(generation)
+
+    def _child_says(self, message: Any) -> None:
+        """A message the child sent on its own: its voices changed (``("voices", cards)``)."""
+        if isinstance(message, tuple) and message[:1] == ("voices",) and self._voices_changed:
+            self._voices_changed(message[1])
 
     def _lost(self, generation: Generation) -> None:
         """The child is gone: fail what waited on it and, unless closing, start another."""
