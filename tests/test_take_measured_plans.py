@@ -83,3 +83,19 @@ def test_a_voice_that_cannot_load_by_its_new_plan_loads_again_by_its_old_one(
 def test_an_engine_not_prepared_takes_nothing(tmp_path: Path) -> None:
     with TTS(threads=1, cache_dir=tmp_path).load("tiny", source=TINY) as engine:
         assert engine.take_measured_plans(["tiny"]) == []
+
+
+def test_the_servers_cards_say_the_plan_taken(tts: TTS, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the voice runs as it did, only its card changes: it must still be rebuilt."""
+    pytest.importorskip("fastapi")
+    from yomiage.server.engine.service import LocalService
+
+    service = LocalService(tts)
+    plan = tts.speakers["tiny"].plan
+    assert plan is not None and "measured on this machine" not in service.voices["tiny"].plan
+    same = replace(plan, basis="measured on this machine")
+    monkeypatch.setattr(OnnxBackend, "plan", lambda self, folder: same)
+    cards = service.take_measured_plans(["tiny"])
+    assert cards is not None and "measured on this machine" in cards["tiny"].plan
+    assert service.voices is cards
+    assert service.take_measured_plans(["tiny"]) is None  # nothing changed since

@@ -262,6 +262,7 @@ class TTS:
                     with self._lock:
                         self._speakers[name]._relabel(now)
                     taken.append(name)
+                    log.info("voice %r runs as it did, by this machine's measured plan", name)
                     continue
                 with self._lock:  # its last reference: its sessions go with it
                     self._speakers.pop(name)._when_released(release_free_memory)

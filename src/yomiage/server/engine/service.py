@@ -267,12 +267,15 @@ class LocalService:
         self._sources.pop(name, None)
         return self._refresh()
 
-    def _refresh(self) -> Mapping[str, VoiceCard]:
-        """Rebuild ``voices`` from the engine's loaded voices, if they changed."""
+    def _refresh(self, *, anew: bool = False) -> Mapping[str, VoiceCard]:
+        """Rebuild ``voices`` from the engine's loaded voices, if they changed (``anew``:
+        in any case, as where a voice's plan was said anew)."""
         with self._cards_lock:
             speakers = dict(_loaded(self.tts))
-            if speakers.keys() != self._speakers.keys() or any(
-                s is not self._speakers[n] for n, s in speakers.items()
+            if (
+                anew
+                or speakers.keys() != self._speakers.keys()
+                or any(s is not self._speakers[n] for n, s in speakers.items())
             ):
                 self._speakers = speakers
                 self._voices = MappingProxyType(
@@ -295,7 +298,7 @@ class LocalService:
         run on them meanwhile): the voices now, or None where none changed."""
         with self._loading:
             taken = self.tts.take_measured_plans(names)
-        return self._refresh() if taken else None
+        return self._refresh(anew=True) if taken else None
 
     def open(self, request: EngineRequest) -> LocalChunkSource:
         return LocalChunkSource(self.tts, request)
