@@ -4,7 +4,9 @@ old voice dropped before the new one loads, and the old plan kept where the new 
 
 from __future__ import annotations
 
+import gc
 import logging
+import weakref
 from dataclasses import replace
 from pathlib import Path
 
@@ -99,3 +101,32 @@ def test_the_servers_cards_say_the_plan_taken(tts: TTS, monkeypatch: pytest.Monk
     assert cards is not None and "measured on this machine" in cards["tiny"].plan
     assert service.voices is cards
     assert service.take_measured_plans(["tiny"]) is None  # nothing changed since
+
+
+def test_the_old_voice_is_gone_before_the_new_one_loads(
+    tts: TTS, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two never count together against the budget: nothing (the engine, the server's
+    cards) holds the old voice while the new one loads."""
+    pytest.importorskip("fastapi")
+    from yomiage.server.engine.service import LocalService
+
+    service = LocalService(tts)
+    old = tts.speakers["tiny"]
+    assert old.plan is not None
+    measured = _measured(old.plan)
+    voice = weakref.ref(old._voice)
+    del old
+    alive_at_load: list[bool] = []
+    load = OnnxBackend.load_voice
+
+    def spy(self: OnnxBackend, folder: Path) -> object:
+        gc.collect()
+        alive_at_load.append(voice() is not None)
+        return load(self, folder)
+
+    monkeypatch.setattr(OnnxBackend, "plan", lambda self, folder: measured)
+    monkeypatch.setattr(OnnxBackend, "load_voice", spy)
+    cards = service.take_measured_plans(["tiny"])
+    assert alive_at_load == [False]
+    assert cards is not None and "windows 16-64" in cards["tiny"].plan

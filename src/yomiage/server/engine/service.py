@@ -297,8 +297,10 @@ class LocalService:
         (:meth:`TTS.take_measured_plans <yomiage.TTS.take_measured_plans>`; no call may
         run on them meanwhile): the voices now, or None where none changed."""
         with self._loading:
+            with self._cards_lock:  # its speakers too: the old voice must go before the new loads
+                self._speakers = {n: s for n, s in self._speakers.items() if n not in names}
             taken = self.tts.take_measured_plans(names)
-        return self._refresh(anew=True) if taken else None
+            return self._refresh(anew=True) if taken else None
 
     def open(self, request: EngineRequest) -> LocalChunkSource:
         return LocalChunkSource(self.tts, request)
