@@ -27,7 +27,7 @@ def test_tts_surface(engine: TTS) -> None:
     assert _public(TTS) == {
         "add_word", "close", "closed", "frontend", "load", "measure_plans", "pre_download", "prepare",
         "remove_word",
-        "speakers", "unload", "update_words", "words",
+        "speakers", "take_measured_plans", "unload", "update_words", "words",
     }  # fmt: skip
     assert {k for k in vars(engine) if not k.startswith("_")} == {
         "backend_name", "bert_precision", "cache_dir", "device", "limits", "offline",
