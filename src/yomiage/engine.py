@@ -75,11 +75,10 @@ class TTS:
     ``"int8"`` (the opt-in int8 decoder of bundles converted with ``--decoder
     int8``; its error is recorded in the bundle's ``voice.json``) fix the decoder's
     arithmetic and choose the rest. A load never waits for measuring: it takes the
-    plan measured on this machine, else the one shipped for its CPU family, else a
-    fixed one; this machine is measured by :meth:`measure_plans` (``yomiage bench``, a
-    server's idle time) or at load with ``measure_plan=True``, and
-    ``measure_plan=False`` (or ``YOMIAGE_PLAN_MEASURE=0``) always takes the fixed
-    plan. ``docs/performance.md`` explains how to choose a budget.
+    plan measured here, else the one shipped for its CPU family, else a fixed one
+    (always, with ``measure_plan=False`` or ``YOMIAGE_PLAN_MEASURE=0``); this machine
+    is measured by :meth:`measure_plans`, or at load with ``measure_plan=True``.
+    ``docs/performance.md`` explains how to choose a budget.
     ``limits`` bounds the audio one sentence and one call may make
     (:class:`~yomiage.limits.Limits`; by default 180 s a sentence).
     ``reading``: ``"natural"`` (default) or ``"sbv2"``, exactly the reading SBV2
@@ -203,7 +202,8 @@ class TTS:
             }
             pipeline = self._ensure_pipeline(list(folders.values()), sources)
             for name, folder in folders.items():
-                self._publish(name, pending[name], self._add_voice(pipeline, name, folder))
+                voice = pipeline.backend.load_voice(folder)
+                self._publish(name, pending[name], Speaker(name, voice, pipeline))
             if compile:
                 pipeline.backend.compile()
             with self._lock:
@@ -236,13 +236,10 @@ class TTS:
         return measured
 
     def take_measured_plans(self, names: Iterable[str]) -> list[str]:
-        """Load anew each of the voices ``names`` whose plan the measurements kept since it
-        loaded change (:meth:`measure_plans`), or, where it runs as it did, give it the
-        plan that says so; the names of those changed. The old
-        voice is dropped before the new one loads, so the two never count together
-        against the memory budget: no request may run on the voice meanwhile (the
-        server's worker holds them back while it does this). A voice that cannot load by
-        its new plan loads again by the one it had (logged)."""
+        """Load anew each voice of ``names`` whose plan measured since (:meth:`measure_plans`)
+        runs it otherwise; where it runs as it did, only its plan says so. The names changed.
+        The old voice goes first (the two never count together against the budget): no request
+        may run on it meanwhile. One that cannot load by its new plan loads by its old one."""
         with self._loading:
             with self._lock:
                 self._check_open()
@@ -258,27 +255,25 @@ class TTS:
                 now = backend.plan(folder)  # type: ignore[union-attr]
                 if plan is None or now == plan:
                     continue
-                if not now.runs_otherwise_than(plan):  # it runs as it did: only the words
+                if not now.runs_otherwise_than(plan):  # only the words: it runs as it did
                     with self._lock:
                         self._speakers[name]._relabel(now)
                     taken.append(name)
-                    log.info("voice %r runs as it did, by this machine's measured plan", name)
                     continue
                 with self._lock:  # its last reference: its sessions go with it
                     self._speakers.pop(name)._when_released(release_free_memory)
                 try:
-                    fresh = self._add_voice(pipeline, name, folder)
+                    fresh = Speaker(name, pipeline.backend.load_voice(folder), pipeline)
                     fresh.warm()
-                    taken.append(name)
                 except Exception:
                     log.exception("voice %r could not load by its measured plan; it loads "
                                   "again by the one it had", name)  # fmt: skip
-                    old = backend.load_voice_by(folder, plan)  # type: ignore[union-attr]
-                    fresh = Speaker(name, old, pipeline)
+                    fresh = Speaker(name, backend.load_voice_by(folder, plan), pipeline)  # type: ignore[union-attr]
+                else:
+                    taken.append(name)
+                    log.warning("voice %r now runs by this machine's measured plan: %s", name,
+                                now.describe())  # fmt: skip
                 self._publish(name, source, fresh)
-                if name in taken:
-                    log.warning("voice %r now runs by this machine's measured plan: %s",
-                                name, fresh.plan.describe() if fresh.plan else "")  # fmt: skip
             return taken
 
     def pre_download(self) -> list[Path]:
@@ -382,8 +377,7 @@ class TTS:
         """The pipeline, made on the first prepare (under ``_loading``, not ``_lock``)."""
         if self._pipeline is not None:
             return self._pipeline
-        bert_dir, tokenizer_dir = self._artifacts.bert_folders(voices, sources)
-        backend = make_backend(self.backend_name, bert_dir, tokenizer_dir,
+        backend = make_backend(self.backend_name, *self._artifacts.bert_folders(voices, sources),
                                cache_root=self._artifacts.cache.root, device=self.device,
                                threads=self.threads, bert_precision=self.bert_precision,
                                plan_request=self.plan_request)  # fmt: skip
@@ -404,6 +398,3 @@ class TTS:
                 self._speakers[name] = speaker
             else:
                 log.info("voice %r was unloaded while it loaded; dropped", name)
-
-    def _add_voice(self, pipeline: Pipeline, name: str, folder: Path) -> Speaker:
-        return Speaker(name, pipeline.backend.load_voice(folder), pipeline)
