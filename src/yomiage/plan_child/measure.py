@@ -201,8 +201,11 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     text and a stream of its long sentence in each window size of
     ``args["windows"]``, smallest first (OpenVINO keeps every length, so each peak
     is that of the schedule up to it); last, the flow timed."""
+    from dataclasses import replace
+
     from yomiage.runtime.chunking import Windowing
     from yomiage.runtime.engines.placement import OPENVINO_BF16, Placement
+    from yomiage.runtime.flow_lengths import FLOW_BUCKETS
     from yomiage.runtime.onnx_voice import BundleVoice
     from yomiage.runtime.plan.measure import flow_plan
     from yomiage.runtime.plan.schedules import openvino_first_window
@@ -211,16 +214,46 @@ def _flow_elsewhere(args: dict[str, Any]) -> dict[str, Any]:
     compiled = Path(args["compiled_dir"]) if args["compiled_dir"] else None
     backend = _backend(args, "bf16", compiled_dir=compiled)
     plan = flow_plan(flow, args["threads"])
-    voice = BundleVoice(Path(args["bundle"]), backend.sessions, plan)
+    # Loaded with its floor at the longest bucket, so the flow's first call (a voice's
+    # settling one) is at the length the held memory is measured from.
+    voice = BundleVoice(Path(args["bundle"]), backend.sessions,
+                        replace(plan, flow_floor=FLOW_BUCKETS[-1]))  # fmt: skip
     if (voice.flow.placement, voice.decoder.placement) != (flow, OPENVINO_BF16):
         raise MeasureError(f"the flow or the decoder does not run on OpenVINO here ({flow})")
+    held = _held_by_bucket(voice)
+    voice.plan = plan  # from here on, every bucket: the peaks are those of no floor
     voice.warm_flow()
     speaker = _calibration_speaker(backend, voice)
     peaks = {}
     for window in sorted(args["windows"]):
         voice.windowing = Windowing(window, openvino_first_window(window))
         peaks[window] = _whole_peak(speaker)
-    return {"peak_mb": peaks, "flow_ms": _time_flow(voice)}
+    return {"peak_mb": peaks, "held_mb": held, "flow_ms": _time_flow(voice)}
+
+
+def _held_by_bucket(voice: Any) -> dict[int, float]:
+    """The process's resident MB after running the flow at each of its buckets, the
+    longest first (the voice ran nothing shorter yet): what each shorter one adds is
+    only what it keeps of its own (the longest's activations are there already), from
+    which the plan chooses the flow's floor
+    (:func:`~yomiage.runtime.flow_lengths.flow_floor`). Nothing for a flow that does
+    not run padded."""
+    import numpy as np
+
+    from yomiage.runtime.engines.memory import release_free_memory
+    from yomiage.runtime.engines.sessions import probe_speaker
+    from yomiage.runtime.flow_lengths import FLOW_BUCKETS, FRAME_MASK_INPUT, padded_span
+
+    if not (voice.flow.few_shapes and FRAME_MASK_INPUT in voice.flow.input_names):
+        return {}
+    speaker = probe_speaker(voice.flow, np.random.default_rng(0))
+    held = {}
+    for length in reversed(FLOW_BUCKETS):
+        z_p, mask = padded_span(np.zeros((1, voice.manifest.inter_channels, length), np.float32))
+        voice.flow.run({"z_p": z_p, FRAME_MASK_INPUT: mask, **speaker})
+        release_free_memory()
+        held[length] = round(_memory_mb()[0], 1)
+    return held
 
 
 def _compile(args: dict[str, Any]) -> dict[str, Any]:

@@ -12,9 +12,19 @@ wider than one frame, so the real frames come out as without padding (to float32
 rounding). Each bucket is at most 1.33 times
 the one before, so a span is padded by at most a third (but for spans under the
 first bucket), by ~15% on average.
+
+A plan may raise the smallest length a span is padded to (its *floor*,
+:func:`flow_floor`): OpenVINO's CPU plugin lays the flow's weights out anew for
+the kernels it picks per length, and keeps every layout it made. On the Xeon with
+AMX at 2 threads, spans under 256 frames took kernels with a layout of their own
+for the 48 five-wide convolutions, ~71 MB of bfloat16 weights held twice per voice
+(issue 48, third pass); which lengths share a layout depends on the CPU and the
+threads, so the plan measures it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -27,31 +37,62 @@ FRAME_MASK_INPUT = "frame_mask"
 FLOW_BUCKETS = (96, 128, 160, 192, 256, 320, 384, 512, 640, 768, 896)
 # Past the last bucket (a flow span made longer than its default), multiples of this.
 BEYOND_BUCKETS = 128
+# The highest floor a plan may take: a sentence cut into spans waits for a first span of
+# this length already (chunking.FIRST_FLOW_SPAN_FRAMES), so a short one padded to it
+# waits no longer than the longest first wait (on OpenVINO bfloat16, 2 threads: ~38 ms
+# against ~19 at 96 frames, measured on the Xeon with AMX).
+MAX_FLOW_FLOOR = 256
+# What a floor must save to be taken, and how much of the most a floor up to
+# MAX_FLOW_FLOOR saves a lower floor may leave (a kernel's own few MB, not a layout).
+FLOOR_SAVING_MB = 16.0
+FLOOR_SLACK_MB = 8.0
 
 
-def flow_bucket(frames: int) -> int:
-    """The length a span of ``frames`` frames is padded to."""
+def flow_bucket(frames: int, floor: int | None = None) -> int:
+    """The length a span of ``frames`` frames is padded to (at least ``floor``'s bucket)."""
     if frames < 1:
         raise ValueError("a flow span needs at least one frame")
+    frames = max(frames, floor or 0)
     for bucket in FLOW_BUCKETS:
         if frames <= bucket:
             return bucket
     return -(-frames // BEYOND_BUCKETS) * BEYOND_BUCKETS
 
 
-def flow_buckets_up_to(frames: int) -> tuple[int, ...]:
+def flow_buckets_up_to(frames: int, floor: int | None = None) -> tuple[int, ...]:
     """Every length the flow may run at for spans of up to ``frames`` frames."""
-    top = flow_bucket(frames)
+    top = flow_bucket(frames, floor)
+    bottom = flow_bucket(1, floor)
     beyond = range(FLOW_BUCKETS[-1] + BEYOND_BUCKETS, top + 1, BEYOND_BUCKETS)
-    return tuple(b for b in (*FLOW_BUCKETS, *beyond) if b <= top)
+    return tuple(b for b in (*FLOW_BUCKETS, *beyond) if bottom <= b <= top)
+
+
+def flow_floor(held_mb: Mapping[int, float]) -> tuple[int | None, float]:
+    """The floor a flow is run at, and the MB it saves, from ``held_mb``: the memory the
+    process held after running the flow at each bucket, from the longest down (so each
+    figure holds every length from it up; the longest's activations came first, and
+    what a shorter length adds is what it keeps of its own: a layout of the weights).
+    A floor ``F`` saves what the lengths under it added. The lowest floor up to
+    :data:`MAX_FLOW_FLOOR` that saves all but :data:`FLOOR_SLACK_MB` of the most any
+    saves is taken, where that is at least :data:`FLOOR_SAVING_MB`; else None (the
+    first bucket, nothing saved)."""
+    if not held_mb:
+        return None, 0.0
+    everything = held_mb[min(held_mb)]
+    savings = {b: everything - held for b, held in held_mb.items() if b <= MAX_FLOW_FLOOR}
+    most = max(savings.values(), default=0.0)
+    if most < FLOOR_SAVING_MB:
+        return None, 0.0
+    floor = min(b for b, saved in savings.items() if saved >= most - FLOOR_SLACK_MB)
+    return (floor, savings[floor]) if floor > FLOW_BUCKETS[0] else (None, 0.0)
 
 
 def padded_span(
-    z_p: npt.NDArray[np.float32],
+    z_p: npt.NDArray[np.float32], floor: int | None = None
 ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
     """``z_p`` ``[1, C, frames]`` zero-padded to its bucket, and the mask of its real frames."""
     frames = z_p.shape[2]
-    bucket = flow_bucket(frames)
+    bucket = flow_bucket(frames, floor)
     padded = np.zeros((*z_p.shape[:2], bucket), np.float32)
     padded[:, :, :frames] = z_p
     mask = np.zeros((1, 1, bucket), np.float32)

@@ -36,6 +36,7 @@ from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 from yomiage.runtime.flow_lengths import (
     FLOW_BUCKETS,
     FRAME_MASK_INPUT,
+    flow_bucket,
     flow_buckets_up_to,
     padded_span,
 )
@@ -168,7 +169,8 @@ class BundleVoice(WindowedVoice):
         them, ~2.5 MB each, is then held from the start, as a server will anyway).
         Spans made longer than the last of them meet their lengths as they come."""
         if self._flow_padded:
-            self._warm_flow(flow_buckets_up_to(min(self.windowing.flow_frames, FLOW_BUCKETS[-1])))
+            longest = min(self.windowing.flow_frames, FLOW_BUCKETS[-1])
+            self._warm_flow(flow_buckets_up_to(longest, self.plan.flow_floor))
             release_free_memory()
 
     def _warm_flow(self, lengths: Sequence[int]) -> None:
@@ -183,7 +185,7 @@ class BundleVoice(WindowedVoice):
         own memory is in use, it no longer sets the peak of a voice's first request
         (measured: benchmarks/history/issue-32.md, eleventh pass)."""
         if self._flow_padded:
-            self._warm_flow(FLOW_BUCKETS[:1])
+            self._warm_flow([flow_bucket(1, self.plan.flow_floor)])
         if self.decoder.few_shapes:
             self._warm_decoder(self._decoder_lengths()[:1])
         release_free_memory()
@@ -200,7 +202,7 @@ class BundleVoice(WindowedVoice):
         the engine keeps state per shape, its real frames kept."""
         if not self._flow_padded:
             return self.flow.run({"z_p": z_p, **speaker})[0]
-        padded, mask = padded_span(z_p)
+        padded, mask = padded_span(z_p, self.plan.flow_floor)
         z = self.flow.run({"z_p": padded, FRAME_MASK_INPUT: mask, **speaker})[0]
         return z[:, :, : z_p.shape[2]]
 

@@ -65,6 +65,7 @@ def measurements_problem(
             problem
             or _figures(f.call_ms, f"the flow on {f.placement}", _ms)
             or _figures(f.peak_mb, f"the whole peak with the flow on {f.placement}", _peak_mb)
+            or _figures(f.held_mb, f"what was held with the flow on {f.placement}", _peak_mb)
         )
     return problem
 
@@ -78,6 +79,7 @@ def step_problem(result: Mapping[str, Any]) -> str | None:
         "flow_ms": _ms,
         "memory_mb": _added_mb,
         "ort_peak_mb": _peak_mb,
+        "held_mb": _peak_mb,  # a whole process's resident memory, per flow length
     }
     for name, value in result.items():
         if name == "peak_mb":  # the floor's one figure, or a flow's peak per window size

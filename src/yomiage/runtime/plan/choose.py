@@ -109,9 +109,10 @@ def judge_variants(
     flow = measured.flow_with(choice)
     if flow is None or choice.window_frames not in flow.peak_mb:
         return [stays]
-    with_flow = flow.peak_mb[choice.window_frames]
+    # Measured with every bucket run; its floor leaves the lengths under it unrun.
+    with_flow = flow.peak_mb[choice.window_frames] - flow.floor_saving_mb
     moved = PlanOption(choice, _with_flow(seconds, flow, frames), with_flow,
-                       _over(with_flow, budget_mb), flow.placement)  # fmt: skip
+                       _over(with_flow, budget_mb), flow.placement, flow.floor)  # fmt: skip
     if moved.refused is None and (stays.refused is not None or moved.total_s < stays.total_s):
         return [moved]
     if moved.refused is not None and stays.refused is not None and moved.peak_mb < stays.peak_mb:
@@ -218,7 +219,7 @@ def choose_plan(
     chosen_among = tuple(sorted(threads_ms.items())) if len(threads_ms) > 1 else ()
     return Plan(best.choice, request, why, threads, flow=best.flow, peak_mb=best.peak_mb,
                 options=tuple(ranked), threads_ms=chosen_among,
-                fits_budget=bool(eligible))  # fmt: skip
+                fits_budget=bool(eligible), flow_floor=best.flow_floor)  # fmt: skip
 
 
 def decoder_calls(

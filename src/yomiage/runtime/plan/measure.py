@@ -257,6 +257,7 @@ def measure(
         flow = group[0].placement
         flow_ms: dict[int, float] = {}
         peaks: dict[int, float] = {}
+        held: dict[int, float] = {}
         for step in group:
             other, why, _ = outcome(step)
             if other is None:  # the flow stays on ONNX Runtime
@@ -264,9 +265,10 @@ def measure(
                 flow_ms = {}
                 break
             flow_ms = flow_ms or _int_keys(other["flow_ms"])  # the first group's timings
+            held = held or _int_keys(other.get("held_mb", {}))
             peaks.update(_int_keys(other["peak_mb"]))
         if flow_ms:
-            flows.append(FlowTimings(flow, flow_ms, peaks))
+            flows.append(FlowTimings(flow, flow_ms, peaks, held))
     return Measurements(float(raw["peak_mb"]), tuple(measured.values()), job.context, ort_peaks,
                         tuple(unavailable), tuple(flows))  # fmt: skip
 

@@ -17,7 +17,7 @@ from yomiage.runtime.engines.placement import (
     Placement,
     Precision,
 )
-from yomiage.runtime.flow_lengths import flow_bucket
+from yomiage.runtime.flow_lengths import flow_bucket, flow_floor
 from yomiage.runtime.plan.value import DecoderChoice
 
 
@@ -79,16 +79,31 @@ class FlowTimings:
     ONNX Runtime, ``peak_mb``: the whole engine's peak with the flow there and the
     decoder in bfloat16 on OpenVINO, per window size of its schedules (measured whole,
     smallest first, as OpenVINO keeps every length: a sum of the parts counted
-    OpenVINO itself twice and over-predicted by ~30 MB besides)."""
+    OpenVINO itself twice and over-predicted by ~30 MB besides), every bucket of the
+    flow run; ``held_mb``, for an engine that keeps shapes, what the process held after
+    running the flow at each bucket from the longest down, from which its floor is
+    chosen (:func:`~yomiage.runtime.flow_lengths.flow_floor`)."""
 
     placement: Placement
     call_ms: Mapping[int, float]
     peak_mb: Mapping[int, float] = field(default_factory=dict)
+    held_mb: Mapping[int, float] = field(default_factory=dict)
+
+    @property
+    def floor(self) -> int | None:
+        """The smallest length a span is padded to (None: the first bucket)."""
+        return flow_floor(self.held_mb)[0]
+
+    @property
+    def floor_saving_mb(self) -> float:
+        """What the floor saves against the peaks measured with every bucket run."""
+        return flow_floor(self.held_mb)[1]
 
     def ms_for(self, frames: int) -> float:
         """ms for a sentence of ``frames`` frames (run at its bucket on OpenVINO)."""
-        padded = self.placement.keeps_shapes
-        return ms_between(self.call_ms, flow_bucket(frames) if padded else frames)
+        if not self.placement.keeps_shapes:
+            return ms_between(self.call_ms, frames)
+        return ms_between(self.call_ms, flow_bucket(frames, self.floor))
 
 
 @dataclass(frozen=True)
@@ -163,6 +178,7 @@ def measurements_json(measured: Measurements) -> dict[str, Any]:
                 "precision": f.placement.precision,
                 "call_ms": {str(n): ms for n, ms in sorted(f.call_ms.items())},
                 "peak_mb": {str(w): mb for w, mb in sorted(f.peak_mb.items())},
+                "held_mb": {str(n): mb for n, mb in sorted(f.held_mb.items())},
             }
             for f in measured.flows
         ],
@@ -193,6 +209,7 @@ def measurements_from_json(data: Mapping[str, Any]) -> Measurements:
             Placement.parse(f["engine"], f["precision"]),
             {int(n): float(ms) for n, ms in f["call_ms"].items()},
             {int(w): float(mb) for w, mb in f["peak_mb"].items()},
+            {int(n): float(mb) for n, mb in f.get("held_mb", {}).items()},
         )
         for f in data.get("flows", [])
     )

@@ -151,7 +151,7 @@ class Planner:
         if self.flows is not None and plan.flow_graph is not None:
             self.flows.discard(plan.flow_graph)
         basis = f"{plan.basis}; the flow's weights float32 (its bfloat16 one did not load)"
-        return replace(plan, flow=ORT_FP32, flow_graph=None, basis=basis)
+        return replace(plan, flow=ORT_FP32, flow_graph=None, flow_floor=None, basis=basis)
 
     def _in_bundle_layout(self, plan: Plan) -> Plan:
         return replace(plan, decoder=replace(plan.decoder, layout=0), decoder_graph=None)

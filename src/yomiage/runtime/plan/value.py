@@ -78,13 +78,14 @@ class PlanOption:
     peak_mb: float
     refused: str | None = None
     flow: Placement = ORT_FP32  # where the flow runs with it (Measurements.flow_with)
+    flow_floor: int | None = None  # the shortest span it pads the flow to (flow_lengths)
 
     @property
     def total_s(self) -> float:
         return sum(self.seconds)
 
     def __str__(self) -> str:
-        return str(self.choice) + (f", flow {self.flow}" if self.flow != ORT_FP32 else "")
+        return str(self.choice) + _flow_words(self.flow, self.flow_floor)
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,10 @@ class Plan:
     ``decoder_graph``, a decoder made in the plan's layout of its stages
     (:mod:`yomiage.runtime.decoder_layouts`), None where the bundle's own graph for
     the decoder's precision runs (:meth:`decoder_file`); ``flow_graph``, the flow made
-    with bfloat16 weights where the plan runs it so (:mod:`yomiage.runtime.light_flows`).
+    with bfloat16 weights where the plan runs it so (:mod:`yomiage.runtime.light_flows`);
+    ``flow_floor``, the shortest length a flow run padded pads its spans to, where the
+    plan measured that a lower one holds more (None: the first bucket;
+    :func:`~yomiage.runtime.flow_lengths.flow_floor`).
     """
 
     decoder: DecoderChoice
@@ -117,6 +121,7 @@ class Plan:
     fits_budget: bool = True
     decoder_graph: Path | None = None
     flow_graph: Path | None = None
+    flow_floor: int | None = None
 
     @property
     def windowing(self) -> Windowing:
@@ -141,15 +146,22 @@ class Plan:
         precision, windows, layout, flow or thread count (not only another basis)."""
 
         def running(p: Plan) -> tuple[object, ...]:
-            return (p.decoder, p.encoder, p.flow, p.threads, p.request.windowing)
+            return (p.decoder, p.encoder, p.flow, p.flow_floor, p.threads, p.request.windowing)
 
         return running(self) != running(other)
 
     def describe(self) -> str:
         peak = f", ~{self.peak_mb:.0f} MB peak" if self.peak_mb is not None else ""
-        flow = f", flow {self.flow}" if self.flow != ORT_FP32 else ""
+        flow = _flow_words(self.flow, self.flow_floor)
         return (
             f"decoder {self.decoder}{flow}, {self.threads} thread{'s' * (self.threads != 1)}"
             f"{peak} "
             f"(budget {self.request.memory_budget_mb} MB; {self.basis})"
         )
+
+
+def _flow_words(flow: Placement, floor: int | None) -> str:
+    """How a plan or an option names where its flow runs: nothing for the default."""
+    if flow == ORT_FP32:
+        return ""
+    return f", flow {flow}" + (f" from {floor} frames" if floor else "")
