@@ -32,6 +32,7 @@ from yomiage.runtime.engines.placement import (
     ORT_FP32,
 )
 from yomiage.runtime.engines.sessions import Sessions
+from yomiage.runtime.flow_lengths import FLOW_BUCKETS
 from yomiage.runtime.plan.choose import choose_plan, judge, judge_variants
 from yomiage.runtime.plan.measure import MeasureJob, measure
 from yomiage.runtime.plan.measurements import FlowTimings, Measurements
@@ -413,4 +414,5 @@ def test_the_flow_measuring_process_runs_both_graphs_on_openvino(tmp_path: Path)
     assert ort.placement == ORT_FP32 and ov.placement == OV_FP32
     assert set(ort.call_ms) == set(ov.call_ms) == set(FLOW_TIMING_FRAMES)
     assert set(ov.peak_mb) == {16, 32} and ov.peak_mb[16] <= ov.peak_mb[32]
+    assert set(ov.held_mb) == set(FLOW_BUCKETS) and ort.held_mb == {}  # the longest first
     assert all(ms > 0 for ms in (*ort.call_ms.values(), *ov.call_ms.values()))

@@ -42,10 +42,9 @@ BEYOND_BUCKETS = 128
 # waits no longer than the longest first wait (on OpenVINO bfloat16, 2 threads: ~38 ms
 # against ~19 at 96 frames, measured on the Xeon with AMX).
 MAX_FLOW_FLOOR = 256
-# What a floor must save to be taken, and how much of the most a floor up to
-# MAX_FLOW_FLOOR saves a lower floor may leave (a kernel's own few MB, not a layout).
-FLOOR_SAVING_MB = 16.0
-FLOOR_SLACK_MB = 8.0
+# What a shorter length must add to be a layout of the weights of its own, not the few
+# MB of its kernels and buffers (~3 MB a length on the full-size flow).
+LAYOUT_MB = 16.0
 
 
 def flow_bucket(frames: int, floor: int | None = None) -> int:
@@ -71,20 +70,19 @@ def flow_floor(held_mb: Mapping[int, float]) -> tuple[int | None, float]:
     """The floor a flow is run at, and the MB it saves, from ``held_mb``: the memory the
     process held after running the flow at each bucket, from the longest down (so each
     figure holds every length from it up; the longest's activations came first, and
-    what a shorter length adds is what it keeps of its own: a layout of the weights).
-    A floor ``F`` saves what the lengths under it added. The lowest floor up to
-    :data:`MAX_FLOW_FLOOR` that saves all but :data:`FLOOR_SLACK_MB` of the most any
-    saves is taken, where that is at least :data:`FLOOR_SAVING_MB`; else None (the
-    first bucket, nothing saved)."""
-    if not held_mb:
+    what a shorter length adds is what it keeps of its own). The floor is the highest
+    length up to :data:`MAX_FLOW_FLOOR` under which the next length added a layout of
+    the weights (:data:`LAYOUT_MB` or more); it saves what every length under it added.
+    None where no length did (the first bucket, nothing saved)."""
+    lengths = sorted(held_mb)
+    layouts = [
+        longer for shorter, longer in zip(lengths, lengths[1:], strict=False)
+        if longer <= MAX_FLOW_FLOOR and held_mb[shorter] - held_mb[longer] >= LAYOUT_MB
+    ]  # fmt: skip
+    if not layouts:
         return None, 0.0
-    everything = held_mb[min(held_mb)]
-    savings = {b: everything - held for b, held in held_mb.items() if b <= MAX_FLOW_FLOOR}
-    most = max(savings.values(), default=0.0)
-    if most < FLOOR_SAVING_MB:
-        return None, 0.0
-    floor = min(b for b, saved in savings.items() if saved >= most - FLOOR_SLACK_MB)
-    return (floor, savings[floor]) if floor > FLOW_BUCKETS[0] else (None, 0.0)
+    floor = max(layouts)
+    return floor, held_mb[lengths[0]] - held_mb[floor]
 
 
 def padded_span(
