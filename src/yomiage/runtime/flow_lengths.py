@@ -24,6 +24,7 @@ threads, so the plan measures it.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping
 
 import numpy as np
@@ -76,7 +77,7 @@ def flow_floor(held_mb: Mapping[int, float]) -> tuple[int | None, float]:
     None where no length did (the first bucket, nothing saved)."""
     lengths = sorted(held_mb)
     layouts = [
-        longer for shorter, longer in zip(lengths, lengths[1:], strict=False)
+        longer for shorter, longer in itertools.pairwise(lengths)
         if longer <= MAX_FLOW_FLOOR and held_mb[shorter] - held_mb[longer] >= LAYOUT_MB
     ]  # fmt: skip
     if not layouts:
