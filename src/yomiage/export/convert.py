@@ -252,7 +252,6 @@ def convert_bert(
     """
     from yomiage.bert.torch_bert import TorchBert
     from yomiage.export.bert import export_bert, quantize_q4, quantize_q8
-    from yomiage.export.bert_positions import broadcast_position_tables
 
     wanted = quantize.split(",") if isinstance(quantize, str) else list(quantize)
     wanted = [q.strip() for q in wanted if q.strip() not in ("", "none")]
@@ -276,7 +275,6 @@ def convert_bert(
         for precision, graph in plain.items():
             progress(f"optimizing {graph.name}")
             graphs[precision] = optimize_graph(graph, work / graph.name)
-            broadcast_position_tables(graphs[precision])
         shutil.rmtree(raw)
         progress("checking the BERT's features against PyTorch")
         bert.tokenizer.save(work / "tokenizer.json")
