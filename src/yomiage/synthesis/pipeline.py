@@ -57,27 +57,16 @@ from yomiage.synthesis.reading import (
     read_sentences,
     sentence_length,
 )
+from yomiage.synthesis.seeds import PAUSE_STREAM, draw_seed, sentence_seed
 from yomiage.text.frontend import Frontend
 from yomiage.text.g2p import Phonemes
 
-_PAUSE_STREAM = 2**32 - 1  # sub-seed of the whole-text pause prediction
 MAX_BERT_TOKENS = 512  # DeBERTa-v2's position range, [CLS] and [SEP] included
 BERT_GROUP = 8  # sentences per batched BERT call after the first sentence
 # A request whose first sentence, extrapolated over its text, reaches this share of the
 # request limit has all its durations predicted before any audio (see _check_request).
 PRECHECK_SHARE = 0.5
 _NO_HURRY = 2**31  # lead frames for a caller that waits for the whole text
-
-
-def sentence_seed(seed: int, index: int) -> int:
-    """An independent 63-bit seed for sentence ``index`` of a request seeded ``seed``."""
-    state = np.random.SeedSequence([seed, index]).generate_state(2, np.uint32)
-    return (int(state[0]) << 31) ^ int(state[1])
-
-
-def draw_seed() -> int:
-    """A fresh seed for a request that gave none (recorded in its result)."""
-    return int(np.random.SeedSequence().generate_state(1, np.uint32)[0])
 
 
 @dataclass(frozen=True)
@@ -396,7 +385,7 @@ class Pipeline:
             for start in range(1, len(parts), BERT_GROUP):
                 self._features(job, start, start + BERT_GROUP)
             features = self.backend.join_bert_features([job.features[i] for i in range(len(parts))])
-        rng = self.backend.new_rng(sentence_seed(job.seed, _PAUSE_STREAM))
+        rng = self.backend.new_rng(sentence_seed(job.seed, PAUSE_STREAM))
         durations = job.calls(job.voice.durations, whole, features, job.options, rng)
         if durations is None:
             return []
