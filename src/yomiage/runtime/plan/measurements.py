@@ -8,6 +8,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from yomiage.runtime.engines.placement import (
@@ -89,15 +90,19 @@ class FlowTimings:
     peak_mb: Mapping[int, float] = field(default_factory=dict)
     held_mb: Mapping[int, float] = field(default_factory=dict)
 
+    @cached_property
+    def _floor(self) -> tuple[int | None, float]:
+        return flow_floor(self.held_mb)
+
     @property
     def floor(self) -> int | None:
         """The smallest length a span is padded to (None: the first bucket)."""
-        return flow_floor(self.held_mb)[0]
+        return self._floor[0]
 
     @property
     def floor_saving_mb(self) -> float:
         """What the floor saves against the peaks measured with every bucket run."""
-        return flow_floor(self.held_mb)[1]
+        return self._floor[1]
 
     def ms_for(self, frames: int) -> float:
         """ms for a sentence of ``frames`` frames (run at its bucket on OpenVINO)."""
