@@ -26,7 +26,7 @@ def make_backend(
     what it derives (plans, compiled graphs, made graphs) under ``cache_root``.
     ModelLoadError naming the install command where torch is asked for and missing."""
     if backend == "onnx":
-        from yomiage.runtime.derived import COMPILED_DIR, FLOWS_DIR, LAYOUTS_DIR
+        from yomiage.runtime.derived import BERTS_DIR, COMPILED_DIR, FLOWS_DIR, LAYOUTS_DIR
         from yomiage.runtime.onnx_backend import OnnxBackend
 
         return OnnxBackend(
@@ -40,6 +40,7 @@ def make_backend(
             plans_dir=cache_root / "plans",
             layouts_dir=cache_root / LAYOUTS_DIR,
             flows_dir=cache_root / FLOWS_DIR,
+            berts_dir=cache_root / BERTS_DIR,
         )
     try:
         from yomiage.runtime.torch_backend import TorchBackend

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,20 +25,22 @@ def save_graph(model: Any, path: Path) -> None:
 def publish(
     model: Any,
     folder: Path,
-    graph_name: str,
+    graph_name: str | None,
     files: Iterable[str],
     extra: Mapping[str, str] | None = None,
+    save: Callable[[Any, Path], None] | None = None,
 ) -> None:
-    """``model`` saved as ``folder/graph_name`` (and its weights; ``extra``, text files
-    by name, beside them), made in a temporary
-    folder beside ``folder``, recorded, then renamed into place: a process that stops
-    midway leaves no half folder. Another process that made it first wins. OSError and
-    onnx's own errors as they come."""
+    """``model`` saved as ``folder/graph_name`` by ``save`` (by default :func:`save_graph`,
+    its weights beside it; ``graph_name`` None: no graph), with ``extra`` (text files by
+    name) beside it, made in a temporary folder beside ``folder``, recorded, then
+    renamed into place: a process that stops midway leaves no half folder. Another
+    process that made it first wins. OSError and onnx's own errors as they come."""
     root = folder.parent
     root.mkdir(parents=True, exist_ok=True)
     made = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=root))
     try:
-        save_graph(model, made / graph_name)
+        if graph_name is not None:
+            (save or save_graph)(model, made / graph_name)
         for name, text in (extra or {}).items():
             (made / name).write_text(text, encoding="utf-8")
         record_made(made, files)  # checked before each use (runtime/integrity.py)
@@ -47,7 +49,7 @@ def publish(
         try:
             made.rename(folder)
         except OSError:
-            if not (folder / graph_name).is_file():  # not another process first
+            if not folder.is_dir():  # not another process first
                 raise
     finally:
         shutil.rmtree(made, ignore_errors=True)

@@ -304,6 +304,7 @@ def _backend(args: dict[str, Any], decoder_precision: str, **options: Any) -> An
         threads=args["threads"],
         tokenizer_dir=Path(args["tokenizer"]) if args["tokenizer"] else None,
         plan_request=PlanRequest(decoder_precision, measure_plan=False),
+        berts_dir=Path(args["bert_sliced"]) if args.get("bert_sliced") else None,
         **options,
     )
 

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 COMPILED_DIR = "openvino"  # under the cache's root: OpenVINO's compiled graphs
 LAYOUTS_DIR = "decoders"  # under the cache's root: decoders made in other layouts
 FLOWS_DIR = "flows"  # under the cache's root: flows made with bfloat16 weights
+# Under the cache's root: BERT graphs with sliced position tables (runtime/sliced_berts.py;
+# ~190 KB each, kept: a BERT is no voice's and leaves with none).
+BERTS_DIR = "berts"
 
 
 def layout_key(files: Mapping[str, str]) -> str | None:

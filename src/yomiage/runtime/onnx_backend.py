@@ -34,6 +34,7 @@ from yomiage.runtime.plan.planner import Planner
 from yomiage.runtime.plan.request import PlanRequest
 from yomiage.runtime.plan.store import PlanStore
 from yomiage.runtime.plan.value import Plan
+from yomiage.runtime.sliced_berts import SlicedBerts
 from yomiage.text.g2p import Phonemes
 
 __all__ = ["BERT_PRECISIONS", "OnnxBackend", "session_options"]
@@ -61,13 +62,15 @@ class OnnxBackend:
         plans_dir: Path | None = None,
         layouts_dir: Path | None = None,
         flows_dir: Path | None = None,
+        berts_dir: Path | None = None,
     ) -> None:
         """Each bundle runs by the plan :class:`Planner` makes for it from
         ``plan_request`` (the decoder precision, the memory budget, measuring, the
         windows: :class:`~yomiage.runtime.plan.request.PlanRequest`; None: the
         defaults), measured once per CPU and kept in ``plans_dir``; ``layouts_dir``
         keeps decoders made in the layout a plan chose, ``flows_dir`` flows made with
-        bfloat16 weights for a plan's budget. Bundles are checked against
+        bfloat16 weights for a plan's budget, ``berts_dir`` the BERT's graph with its
+        position tables sliced (:mod:`yomiage.runtime.sliced_berts`). Bundles are checked against
         their recorded sha256 as they load; ``verified_dir`` remembers which files
         were (:mod:`yomiage.runtime.integrity`); ``compiled_dir`` keeps OpenVINO's
         compiled graphs (:class:`~yomiage.runtime.engines.sessions.Sessions`);
@@ -85,6 +88,7 @@ class OnnxBackend:
             precision=precision,
             tokenizer_dir=Path(tokenizer_dir) if tokenizer_dir is not None else None,
             verified_dir=verified_dir,
+            sliced=SlicedBerts(berts_dir) if berts_dir is not None else None,
         )
         self.planner = Planner(
             self.sessions,
@@ -93,6 +97,7 @@ class OnnxBackend:
                 self.bert.path,
                 Path(tokenizer_dir) if tokenizer_dir is not None else None,
                 precision,
+                berts_dir,
             ),
             self.plan_request,
             store=PlanStore(plans_dir) if plans_dir is not None else None,

@@ -8,6 +8,7 @@ graph itself, and the tokenizer folder may be given apart.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from yomiage.json_file import read_json_file
 from yomiage.runtime.bundle import BERT_FORMAT
 from yomiage.runtime.engines.sessions import Sessions
 from yomiage.runtime.integrity import used_files, verify_files
+from yomiage.runtime.sliced_berts import SlicedBertError, SlicedBerts
+
+log = logging.getLogger(__name__)
 
 BERT_PRECISIONS = {"fp32": "bert.onnx", "q8": "bert_q8.onnx", "q4": "bert_q4.onnx"}
 
@@ -65,6 +69,16 @@ def _plain_graph(bert_dir: Path, precision: str) -> Path:
     )
 
 
+def _sliced_graph(graph: Path, sliced: SlicedBerts) -> Path | None:
+    """The kept graph with sliced position tables for ``graph``, or None (nothing to
+    slice, or it could not be made: then logged, and ``graph`` runs)."""
+    try:
+        return sliced.graph(graph)
+    except (SlicedBertError, OSError) as exc:
+        log.warning("%s; the BERT runs with its whole position tables", exc)
+        return None
+
+
 class OnnxBert:
     """Tokenizer + one BERT session, shared by every voice of a backend."""
 
@@ -76,7 +90,11 @@ class OnnxBert:
         precision: str = "q8",
         tokenizer_dir: Path | None = None,
         verified_dir: Path | None = None,
+        sliced: SlicedBerts | None = None,
     ) -> None:
+        """``sliced``: where the graph with its position tables cut to each call's
+        positions is kept (:mod:`yomiage.runtime.sliced_berts`); None runs the graph as
+        it is."""
         if precision not in BERT_PRECISIONS:
             raise ValueError(f"precision must be one of {', '.join(BERT_PRECISIONS)}")
         if not bert_dir.is_dir():
@@ -88,7 +106,13 @@ class OnnxBert:
             graph = _plain_graph(bert_dir, precision)
         self.path = graph
         self.tokenizer = CharTokenizer.from_dir(tokenizer_dir or bert_dir)
-        self.session = sessions.open(graph)  # ONNX Runtime: measured fastest, least memory
+        run = _sliced_graph(graph, sliced) if sliced is not None else None
+        # ONNX Runtime: measured fastest, least memory; the sliced graph's weights are the
+        # BERT's own, in its folder
+        self.session = (
+            sessions.open(run, weights_dir=graph.parent) if run is not None
+            else sessions.open(graph)
+        )  # fmt: skip
         inputs = self.session.input_names
         self._token_types = "token_type_ids" in inputs
         if not {"input_ids", "attention_mask"} >= inputs - {"token_type_ids"}:

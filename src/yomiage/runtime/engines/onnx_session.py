@@ -105,19 +105,34 @@ def session_options(threads: int | None) -> ort.SessionOptions:
 
 
 def load_session(
-    path: Path, options: ort.SessionOptions, *, keep_casts: bool = False
+    path: Path,
+    options: ort.SessionOptions,
+    *,
+    keep_casts: bool = False,
+    weights_dir: Path | None = None,
 ) -> ort.InferenceSession:
     """A CPU session for ``path``; ModelLoadError naming the file if it cannot load.
 
     ``keep_casts``: constant folding is off, so that weights stored narrow and cast to
     float32 in the graph (:mod:`yomiage.export.bf16_weights`) stay narrow: folded, each
     would be held widened from the load on. The graphs come folded from ``yomiage
-    convert``; what is left to fold is what the Casts are there for."""
+    convert``; what is left to fold is what the Casts are there for.
+
+    ``weights_dir``: the graph's weights files are there rather than beside it (a graph
+    the cache rewrote from a bundle's: :mod:`yomiage.runtime.sliced_berts`). The graph
+    is read as bytes, and ``options`` (then the session's own) tell ONNX Runtime where
+    its weights are; it maps them from there as from beside a graph."""
     if not path.is_file():
         raise ModelLoadError(f"ONNX graph not found: {path}")
     unfolded = {"disabled_optimizers": ["ConstantFolding"]} if keep_casts else {}
     try:
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"],
+        model: str | bytes = str(path)
+        if weights_dir is not None:
+            model = path.read_bytes()
+            options.add_session_config_entry(
+                "session.model_external_initializers_file_folder_path", str(weights_dir)
+            )
+        return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"],
                                     **unfolded)  # fmt: skip
     except Exception as exc:  # onnxruntime raises its own exception types
         raise ModelLoadError(f"cannot load ONNX graph {path}: {exc}") from exc

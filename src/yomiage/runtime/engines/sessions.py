@@ -97,11 +97,16 @@ class OrtGraph:
     few_shapes = False
 
     def __init__(
-        self, path: Path, options: ort.SessionOptions, placement: Placement = ORT_FP32
+        self,
+        path: Path,
+        options: ort.SessionOptions,
+        placement: Placement = ORT_FP32,
+        weights_dir: Path | None = None,
     ) -> None:
         self.placement = placement
         # bf16 on ONNX Runtime: a graph with bfloat16 weights widened as they are used
-        self.session = load_session(path, options, keep_casts=placement.precision == "bf16")
+        self.session = load_session(path, options, keep_casts=placement.precision == "bf16",
+                                    weights_dir=weights_dir)  # fmt: skip
         # with the initializers a caller may override (the decoder's trims)
         overridable = {i.name for i in self.session.get_overridable_initializers()}
         self._inputs = input_names(self.session) | overridable
@@ -174,6 +179,7 @@ class Sessions:
         sha256: str | None = None,
         threads: int | None = None,
         frame_mask: bool = False,
+        weights_dir: Path | None = None,
     ) -> GraphSession:
         """The graph at ``path`` on ``placement``'s engine (ONNX Runtime if that fails),
         on ``threads`` threads (default: the backend's).
@@ -181,8 +187,13 @@ class Sessions:
         ``sha256`` (the graph's, as its manifest records it) lets OpenVINO's
         compiled graph be cached. ``frame_mask``: the graph is a flow, which an
         engine that keeps shapes runs padded, taking a mask of its real frames
-        (:mod:`yomiage.runtime.flow_lengths`)."""
+        (:mod:`yomiage.runtime.flow_lengths`). ``weights_dir``: its weights are there,
+        not beside it (on ONNX Runtime only:
+        :func:`~yomiage.runtime.engines.onnx_session.load_session`)."""
         threads = threads or self.threads
+        if weights_dir is not None:  # options of its own: they name the weights' folder
+            on_ort = placement if placement.kind is ONNXRUNTIME else ORT_FP32
+            return OrtGraph(path, session_options(threads), on_ort, weights_dir)
         if placement.kind is OPENVINO:
             core = self._openvino()
             if core is not None:

@@ -33,6 +33,9 @@ class BertGraph:
     graph: Path
     tokenizer: Path | None
     precision: str
+    # Where its graph with sliced position tables is kept (runtime/sliced_berts.py): the
+    # measuring processes run the BERT the voices run.
+    sliced: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,7 @@ class MeasureJob:
     context: int
     compiled_dir: Path | None
     layouts: Mapping[int, Path] = field(default_factory=dict)
+    bert_sliced: Path | None = None  # BertGraph.sliced
     # Where to time the flow besides ONNX Runtime float32, each with the decoder in
     # bfloat16 on OpenVINO in windows of ``openvino_windows`` (each size with its
     # schedule's first window: schedules.openvino_first_window).
@@ -111,6 +115,7 @@ def measure_job(
         bert=bert.folder,
         tokenizer=bert.tokenizer,
         bert_precision=bert.precision,
+        bert_sliced=bert.sliced,
         threads=sessions.threads,
         lengths={k: tuple(sorted(v)) for k, v in lengths.items()},
         families=families,

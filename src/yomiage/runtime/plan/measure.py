@@ -304,6 +304,7 @@ def _plain(job: MeasureJob) -> dict[str, Any]:
         "bert": str(job.bert),
         "tokenizer": str(job.tokenizer) if job.tokenizer else None,
         "bert_precision": job.bert_precision,
+        "bert_sliced": str(job.bert_sliced) if job.bert_sliced else None,
         "threads": job.threads,
         "thread_choices": list(job.thread_choices),
         "threads_length": job.threads_length,
