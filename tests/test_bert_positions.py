@@ -19,12 +19,18 @@ HEADS, POSITIONS, SIZE, SPAN = 4, 16, 8, 8  # positions: 2 * SPAN relative dista
 
 
 def _graph(
-    *, clip_low: float = 0, trans_b: int = 1, gather_axis: int = -1, layers: int = 2
+    *,
+    clip_low: float = 0,
+    trans_b: int = 1,
+    gather_axis: int = -1,
+    layers: int = 2,
+    index_out: bool = False,
 ) -> onnx.ModelProto:
     """``layers`` of DeBERTa's pattern: queries ``[batch * heads, tokens, size]`` times a
     table ``[heads, positions, size]`` tiled over the batch, transposed; of each product
     the column of each pair's relative position, clipped into the table (one index
-    tensor for every layer, as the exported BERT shares it)."""
+    tensor for every layer, as the exported BERT shares it). ``index_out``: the indices
+    are an output too (read by more than the products' picks)."""
     rng = np.random.default_rng(0)
     nodes = [
         helper.make_node("Shape", ["mask"], ["mask_shape"]),
@@ -66,6 +72,11 @@ def _graph(
         outputs.append(
             helper.make_tensor_value_info(f"picked{layer}", TensorProto.FLOAT, ["bh", "t", "t"])
         )
+    if index_out:
+        nodes.append(helper.make_node("Identity", ["index"], ["index_copy"]))
+        outputs.append(
+            helper.make_tensor_value_info("index_copy", TensorProto.INT64, ["bh", "t", "t"])
+        )
     inputs = [
         helper.make_tensor_value_info("queries", TensorProto.FLOAT, ["bh", "t", SIZE]),
         helper.make_tensor_value_info("mask", TensorProto.INT64, ["b", "t"]),
@@ -87,19 +98,22 @@ def _run(model: onnx.ModelProto, batch: int, tokens: int) -> list[np.ndarray]:
     return [np.asarray(out) for out in session.run(None, feeds)]
 
 
+@pytest.mark.parametrize("index_out", [False, True], ids=["shifted-before-expand", "shifted"])
 @pytest.mark.parametrize(("batch", "tokens"), [(1, 2), (1, 3), (2, 5), (3, 8), (1, 20)])
-def test_sliced_tables_pick_the_same_scores_bit_for_bit(batch: int, tokens: int) -> None:
+def test_sliced_tables_pick_the_same_scores_bit_for_bit(
+    batch: int, tokens: int, index_out: bool
+) -> None:
     """Short calls read a few rows of each table, long ones (20 tokens: positions
     clipped at both ends) all of them. (Every BERT call has two tokens or more: its
     ``[CLS]`` and ``[SEP]``.)"""
-    whole = _graph()
-    sliced = _graph()
+    whole = _graph(index_out=index_out)
+    sliced = _graph(index_out=index_out)
     assert slice_in(sliced.graph) == 2
     onnx.checker.check_model(sliced)
     ops = [n.op_type for n in sliced.graph.node]
     assert ops.count("ReduceMin") == 1 and ops.count("Slice") == 3 + 2  # one span, shared
     for got, expected in zip(_run(sliced, batch, tokens), _run(whole, batch, tokens), strict=True):
-        assert got.shape == expected.shape == (batch * HEADS, tokens, tokens)
+        assert got.shape == expected.shape
         assert np.array_equal(got, expected)
 
 

@@ -12,7 +12,8 @@ all 88 MB stay resident.
 
 Here each such table is sliced first to the span of indices the call's positions
 cover (``ReduceMin`` .. ``ReduceMax`` of the indices, computed once per index tensor
-and shared by every layer), and the indices are shifted by the span's start. Each
+and shared by every layer), and the indices are shifted by the span's start (before
+the ``Expand`` that copies them per head and sentence, where one does). Each
 product that is kept is the same dot product of the same numbers, and the column
 ``GatherElements`` picks is the same one: the features come out bit for bit the same
 (``tests/test_bert_positions.py``; every call has two tokens or more, its ``[CLS]``
@@ -80,10 +81,21 @@ def slice_in(graph: onnx.GraphProto) -> int:
     if not chains:
         return 0
     spans: dict[str, list[onnx.NodeProto]] = {}  # an index tensor -> the nodes of its span
+    shifted_at_expand: set[str] = set()
     for chain in chains:
         index = chain.gather.input[1]
-        if index not in spans:
-            spans[index] = _span_nodes(index, _values_of(index, producers), len(spans))
+        if index in spans:
+            continue
+        values = _values_of(index, producers)
+        pickers = [c.gather for c in chains if c.gather.input[1] == index]
+        if values != index and all(
+            any(u is g for g in pickers) for u in users.get(index, [])
+        ):  # shift what the Expand broadcasts (tokens x tokens), not its copies
+            spans[index] = _span_nodes(values, values, len(spans))
+            producers[index].input[0] = spans[index][5].output[0]
+            shifted_at_expand.add(index)
+        else:
+            spans[index] = _span_nodes(index, values, len(spans))
     before: dict[str, list[onnx.NodeProto]] = {}  # a node's name -> nodes to put before it
     for number, chain in enumerate(chains):
         index = chain.gather.input[1]
@@ -95,7 +107,8 @@ def slice_in(graph: onnx.GraphProto) -> int:
                                name=sliced)  # fmt: skip
         before.setdefault(chain.tile.name, []).append(cut)
         chain.tile.input[0] = sliced
-        chain.gather.input[1] = shifted
+        if index not in shifted_at_expand:
+            chain.gather.input[1] = shifted
     graph.initializer.extend([
         numpy_helper.from_array(np.array([1], np.int64), f"{_PREFIX}axis"),
         numpy_helper.from_array(np.array([1], np.int64), f"{_PREFIX}one"),
@@ -158,8 +171,9 @@ def _never_negative(
 
 
 def _span_nodes(index: str, values: str, number: int) -> list[onnx.NodeProto]:
-    """Nodes making ``[start]``, ``[end]`` (the span of ``values``) and ``index`` less
-    ``start``; in this order: lowest, start, highest, top, end, shifted."""
+    """Nodes making ``[start]``, ``[end]`` (the span of ``values``) and ``index`` (the
+    indices, or the values an ``Expand`` broadcasts into them) less ``start``; in this
+    order: lowest, start, highest, top, end, shifted."""
 
     def n(part: str) -> str:
         return f"{_PREFIX}{number}_{part}"
