@@ -1,10 +1,11 @@
 """The BERT graph with its relative-position tables cut to the positions each call
 reads (:mod:`yomiage.export.bert_positions`), made once per BERT graph and kept.
 
-The same features bit for bit, from less work on short sentences (a 40-token q8 call
-1.36x faster, 5 tokens 1.63x, nothing lost at 300 and more) and fewer pages of the
-tables read (the full-size voice's peak 22-44 MB lower): measured,
-benchmarks/RESULTS.md ("BERT's position tables").
+The same features bit for bit, from less work on short sentences (a q8 call of 5 tokens
+~2x faster, 40 tokens 1.4-1.6x, 300 tokens the same; 510 tokens, more than a request's
+calls ever hold, 5-7% slower) and fewer pages of the tables read (the full-size voice's
+peak 20-45 MB lower): measured with ``benchmarks/bert_positions.py``,
+benchmarks/RESULTS.md (the Xeon with AMX).
 
 Only the graph changes, not its weights: the cache keeps the rewritten graph alone
 (~190 KB for the full-size BERT, in ``<cache>/berts/<the graph file's sha256>/``) and
