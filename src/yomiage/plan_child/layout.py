@@ -12,6 +12,7 @@ from pathlib import Path
 
 from yomiage.lifeline import die_with_parent_from_environment
 from yomiage.plan_child.made import publish
+from yomiage.plan_child.source_graph import load_graph
 from yomiage.runtime.decoder_layouts import MADE_FILES, LayoutError
 
 
@@ -21,12 +22,10 @@ def make_layout(decoder: Path, folder: Path, layout: int) -> bool:
     at all (:func:`~yomiage.plan_child.made.publish`). False, and nothing written, where
     ``decoder`` has that layout already. LayoutError naming the cache folder if it
     cannot be made or written."""
-    import onnx
-
     from yomiage.export.decoder_layout import relayout, two_d_from
 
     try:
-        model = onnx.load(str(decoder))
+        model = load_graph(decoder)
         if (two_d_from(model) or 0) == layout:
             return False
         relayout(model, layout)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from yomiage.lifeline import die_with_parent_from_environment
 from yomiage.plan_child.made import publish
+from yomiage.plan_child.source_graph import load_graph
 from yomiage.runtime.light_flows import MADE_FILES, SAVING, LightFlowError
 
 
@@ -18,12 +19,10 @@ def make_light_flow(flow: Path, folder: Path) -> float:
     """Write ``flow`` with its weights in bfloat16 into ``folder`` (``flow.onnx``, its
     weights beside it, and ``saving.json``), whole or not at all; the resident MB it
     saves. LightFlowError naming the cache folder if it cannot be made or written."""
-    import onnx
-
     from yomiage.export.bf16_weights import store_weights_bf16
 
     try:
-        model = onnx.load(str(flow))
+        model = load_graph(flow)
         narrowed = store_weights_bf16(model)
         if not narrowed.saved_bytes:
             raise ValueError("it has no float32 weights to store in bfloat16")
