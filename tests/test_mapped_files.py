@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from yomiage.runtime.engines import mapped_files, openvino_graph, sessions
-from yomiage.runtime.engines.mapped_files import drop_resident_pages
+from yomiage import mapped_files
+from yomiage.mapped_files import drop_resident_pages
+from yomiage.runtime.engines import openvino_graph, sessions
 from yomiage.runtime.engines.placement import OPENVINO, OPENVINO_BF16
 from yomiage.runtime.engines.sessions import Sessions, probe_speaker
 
@@ -88,3 +89,48 @@ def test_openvino_gives_back_what_it_compiled_from_after_each_new_length(
     assert folder.name == "x" and folder.parent.parent == tmp_path
     assert graph == [path, path.with_name("decoder.onnx.data")]
     assert cached.placement == OPENVINO_BF16
+
+
+def _flags_of(path: Path) -> list[set[str]]:
+    """The VmFlags of each of this process's mappings of ``path``."""
+    flags, name = [], ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and len(head) >= 5 and ":" not in head[0]:
+            name = head[5] if len(head) > 5 else ""
+        elif line.startswith("VmFlags:") and name == str(path):
+            flags.append(set(head[1:]))
+    return flags
+
+
+@linux
+def test_a_file_read_sparsely_is_read_a_page_at_a_time_and_reads_the_same(tmp_path: Path) -> None:
+    data = np.random.default_rng(1).integers(0, 255, 8 * MB, dtype=np.uint8).tobytes()
+    path = tmp_path / "sys.dic"
+    path.write_bytes(data)
+    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        ranges = mapped_files.MappedRanges.of([tmp_path])
+        assert ranges.files == (path,) and sum(n for _, n in ranges.ranges) == 8 * MB
+        assert all("rr" not in flags for flags in _flags_of(path))
+        ranges.read_sparsely()
+        assert _flags_of(path) and all("rr" in flags for flags in _flags_of(path))  # no read-ahead
+        assert mapped[:] == data
+
+
+@linux
+def test_openjtalk_reads_its_dictionary_a_page_at_a_time() -> None:
+    from yomiage.text.openjtalk import OpenJTalk
+
+    openjtalk = OpenJTalk()
+    sys_dic = openjtalk.dictionary_dir / "sys.dic"
+    assert openjtalk.run_frontend("今日はいい天気ですね。")
+    assert _flags_of(sys_dic) and all("rr" in flags for flags in _flags_of(sys_dic))
+
+
+def test_nothing_is_advised_where_there_is_no_madvise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(mapped_files.sys, "platform", "win32")
+    ranges = mapped_files.MappedRanges.of([tmp_path])
+    assert ranges == mapped_files.MappedRanges()
+    ranges.read_sparsely()  # nothing to do, nothing raised

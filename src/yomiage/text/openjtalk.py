@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from yomiage.errors import OptionError, TextError
+from yomiage.mapped_files import MappedRanges
 from yomiage.text.system_dictionary import dictionary_dir
 
 DICTIONARY_NAME = "open_jtalk_dic_utf_8-1.11"  # the one SBV2 voices were trained with
@@ -161,6 +162,10 @@ class OpenJTalk:
         userdic = str(user_dictionary).encode() if user_dictionary else b""
         with _OPENJTALK_LOCK:
             self._binding = _Binding(dn_mecab=str(self.dictionary_dir).encode(), userdic=userdic)
+        # MeCab reads a few entries of its dictionaries per sentence: a page at a time,
+        # not in whole large folios (yomiage.mapped_files says why).
+        dictionaries = [self.dictionary_dir, *([user_dictionary] if user_dictionary else [])]
+        MappedRanges.of(dictionaries).read_sparsely()
 
     def run_frontend(self, text: str) -> list[NJDFeature]:
         """Word segmentation, readings and accents (NJD features) of ``text``."""

@@ -4,7 +4,7 @@ interface, and the reading that keeps a graph's overridable inputs inputs.
 Kept apart from :mod:`yomiage.runtime.engines.sessions` (which opens graphs on either
 engine) because what OpenVINO needs beyond a plain call is its own: an infer
 request per concurrent caller, its buffers released when idle, the pages of
-what it compiled from given back (:mod:`yomiage.runtime.engines.mapped_files`),
+what it compiled from given back (:mod:`yomiage.mapped_files`),
 inputs that its ONNX reader would fold into constants, and the flow's mask of
 real frames, so it can run at a few padded lengths.
 """
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from yomiage.runtime.engines.mapped_files import drop_resident_pages
+from yomiage.mapped_files import drop_resident_pages
 from yomiage.runtime.engines.placement import Placement
 from yomiage.runtime.engines.telemetry import engines_without_telemetry
 from yomiage.runtime.flow_lengths import FRAME_MASK_INPUT
@@ -50,7 +50,7 @@ class OpenVinoGraph:
     ) -> None:
         """``mapped``: the files (or folders) OpenVINO compiled it from and keeps mapped,
         whose pages are given back after a call meets a new length
-        (:mod:`yomiage.runtime.engines.mapped_files`); ``defaults``: what inputs a caller may
+        (:mod:`yomiage.mapped_files`); ``defaults``: what inputs a caller may
         leave out take then, as ONNX Runtime does with an input's default."""
         self.path = path
         self.placement = placement

@@ -23,10 +23,10 @@ import numpy as np
 import numpy.typing as npt
 
 from yomiage.errors import ModelLoadError
+from yomiage.mapped_files import drop_resident_pages
 from yomiage.runtime.engines.compile_ahead import compile_ahead, has_blob
 from yomiage.runtime.engines.compiled_cache import checked_cache
 from yomiage.runtime.engines.cpu import BF16_FLAGS, cpu_flags, physical_cores, thread_choices
-from yomiage.runtime.engines.mapped_files import drop_resident_pages
 from yomiage.runtime.engines.onnx_session import input_names, load_session, session_options
 from yomiage.runtime.engines.openvino_graph import (
     OVERRIDABLE_INPUTS,
