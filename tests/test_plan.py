@@ -525,7 +525,8 @@ def test_the_measuring_processes_measure_every_length_and_thread_count(tmp_path:
 
     manifest = read_manifest(TINY)
     context = manifest.receptive_field_frames
-    lengths = (23, 31, 47, 79)
+    paired = 32 + 2 * context  # the other layout is timed beside the bundle's here
+    lengths = tuple(sorted({23, 31, 47, 79, paired}))
     job = MeasureJob(
         decoder=manifest.file("decoder.onnx"),
         bundle=TINY,
@@ -551,6 +552,10 @@ def test_the_measuring_processes_measure_every_length_and_thread_count(tmp_path:
     assert m.floor_mb > 0 and set(m.ort_peak_mb) == {16, 32}
     assert len(said) == 3  # one line per process
     assert "2-D from 1 channels" in said[1]
+    # The other layout's times are the bundle's, scaled by one ratio timed side by side.
+    own, other = m.engines
+    ratios = {round(other.call_ms[n] / own.call_ms[n], 2) for n in lengths}
+    assert len(ratios) == 1 and 0.2 <= ratios.pop() <= 5
 
 
 def test_an_explicit_bf16_after_auto_measures_what_auto_did_not(

@@ -116,8 +116,32 @@ def _time_decoder(args: dict[str, Any]) -> dict[str, Any]:
         threads_ms[count] = _fastest_call_ms(other, probe)
         del other
     balanced = trims is not None and session.few_shapes
+    ratio = None
+    if args.get("paired_with") and args.get("paired_lengths"):
+        bundles = sessions.open(Path(args["paired_with"]), placement)
+        ratio = _paired_ratio(session, bundles, [feeds(n) for n in args["paired_lengths"]])
+        del bundles
     return {"call_ms": call_ms, "memory_mb": memory_mb, "threads_ms": threads_ms,
-            "balanced_trims": balanced}  # fmt: skip
+            "balanced_trims": balanced, "paired_ratio": ratio}  # fmt: skip
+
+
+def _paired_ratio(session: Any, bundles: Any, calls: Sequence[dict[str, Any]]) -> float:
+    """``session``'s time over ``bundles``' on the same ``calls``, each call made by one
+    then the other :data:`TIMED_RUNS` times, the fastest of each summed: whatever else
+    the machine does meets both alike (runtime/plan/measure.py, ``_paired``)."""
+    ours = theirs = 0.0
+    for feeds in calls:
+        session.run(feeds)
+        bundles.run(feeds)
+        mine: list[float] = []
+        other: list[float] = []
+        for _ in range(TIMED_RUNS):
+            for graph, runs in ((session, mine), (bundles, other)):
+                start = time.perf_counter()
+                graph.run(feeds)
+                runs.append(time.perf_counter() - start)
+        ours, theirs = ours + min(mine), theirs + min(other)
+    return round(ours / theirs, 4)
 
 
 def _fastest_call_ms(session: Any, feeds: dict[str, Any]) -> float:

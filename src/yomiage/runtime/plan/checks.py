@@ -26,6 +26,9 @@ MIN_PROCESS_MB = 20.0
 MAX_MB = float(1 << 20)
 # An hour for one decoder or flow call: far over the slowest CPU's longest window.
 MAX_CALL_MS = 3_600_000.0
+# A layout timed against the bundle's own runs the same arithmetic: under a fifth or
+# over five times the other's time is a broken measurement, not a layout.
+MIN_RATIO = 0.2
 
 
 def measurements_problem(
@@ -88,6 +91,8 @@ def step_problem(result: Mapping[str, Any]) -> str | None:
                 if isinstance(value, Mapping)
                 else _mb(value, name, MIN_PROCESS_MB)
             )
+        elif name == "paired_ratio":  # another layout's time over the bundle's own
+            problem = None if value is None else _ratio(value, name)
         elif name in checks:
             problem = _figures(value, name, checks[name])
         else:
@@ -143,6 +148,15 @@ def _added_mb(value: Any, what: str) -> str | None:
     mb = _number(value)
     if mb is None or not 0 < mb <= MAX_MB:
         return f"{what} is {value!r} MB"
+    return None
+
+
+def _ratio(value: Any, what: str) -> str | None:
+    """One layout's time over another's for the same arithmetic: a few times either way
+    at most."""
+    ratio = _number(value)
+    if ratio is None or not MIN_RATIO <= ratio <= 1 / MIN_RATIO:
+        return f"{what} is {value!r}"
     return None
 
 
