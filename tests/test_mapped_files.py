@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import mmap
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,18 @@ def _resident_file_mb() -> float:
     raise AssertionError("no RssFile")
 
 
-@linux
-def test_the_pages_of_a_read_only_mapping_are_given_back_and_read_again(tmp_path: Path) -> None:
-    data = np.random.default_rng(0).integers(0, 255, 32 * MB, dtype=np.uint8).tobytes()
-    path = tmp_path / "weights.bin"
+@contextmanager
+def _mapped(path: Path, size: int, seed: int) -> Iterator[tuple[bytes, mmap.mmap]]:
+    """``size`` seeded random bytes written to ``path``, and the file mapped read-only."""
+    data = np.random.default_rng(seed).integers(0, 255, size, dtype=np.uint8).tobytes()
     path.write_bytes(data)
     with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+        yield data, mapped
+
+
+@linux
+def test_the_pages_of_a_read_only_mapping_are_given_back_and_read_again(tmp_path: Path) -> None:
+    with _mapped(tmp_path / "weights.bin", 32 * MB, 0) as (data, mapped):
         assert sum(mapped[i] for i in range(0, len(mapped), 4096)) > 0  # every page resident
         before = _resident_file_mb()
         assert drop_resident_pages([tmp_path]) >= 32 * MB  # the folder stands for its files
@@ -105,10 +113,8 @@ def _flags_of(path: Path) -> list[set[str]]:
 
 @linux
 def test_a_file_read_sparsely_is_read_a_page_at_a_time_and_reads_the_same(tmp_path: Path) -> None:
-    data = np.random.default_rng(1).integers(0, 255, 8 * MB, dtype=np.uint8).tobytes()
     path = tmp_path / "sys.dic"
-    path.write_bytes(data)
-    with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+    with _mapped(path, 8 * MB, 1) as (data, mapped):
         ranges = mapped_files.MappedRanges.of([tmp_path])
         assert ranges.files == (path,) and sum(n for _, n in ranges.ranges) == 8 * MB
         assert all("rr" not in flags for flags in _flags_of(path))
